@@ -1,0 +1,1 @@
+// The task registry: see TaskRegistry.swift.

@@ -1,0 +1,115 @@
+/// What `UVLoop` (real time, libuv) and `TestLoop` (virtual time) have in common: a serial
+/// executor with a loop thread, a clock and timers. Code written against `TaskLoop` (the task
+/// registry, for one) runs unchanged on either, so time-dependent logic is tested without
+/// sleeping.
+///
+/// Every member says which thread may call it. "Loop thread" means: inside a job, closure or
+/// timer callback that the loop is running.
+public protocol TaskLoop: AnyObject, SerialExecutor, TaskExecutor, Sendable {
+    /// The loop's current time. May be called from any thread.
+    var now: LoopInstant { get }
+
+    /// Whether the calling thread is the loop's thread. May be called from any thread.
+    var inLoop: Bool { get }
+
+    /// Runs `work` on the loop thread, after the work already queued.
+    ///
+    /// From the loop thread this appends to a local queue (no lock); from other threads it goes
+    /// through the cross-thread queue, and one wake-up serves a whole batch of calls.
+    /// - Throws: `LoopError` `.notStarted` or `.shutDown` when the loop cannot run it.
+    /// - Note: May be called from any thread.
+    func execute(_ work: @escaping @Sendable () -> Void) throws(LoopError)
+
+    /// Creates a stopped one-shot timer that calls `onFire` on the loop thread.
+    ///
+    /// The timer's storage is allocated here, once; starting, re-arming and stopping it later
+    /// allocate nothing.
+    /// - Throws: `LoopError` `.calledOffLoopThread`, `.notStarted` or `.shutDown`, or a libuv error.
+    /// - Note: Loop thread only, like every use of the returned timer.
+    func makeTimer(_ onFire: @escaping () -> Void) throws(LoopError) -> any LoopTimer
+
+    /// Suspends the calling task until the loop's time reaches `deadline` (see `LoopClock`).
+    ///
+    /// - Throws: `CancellationError` when the task is cancelled or the loop shuts down while
+    ///   sleeping; `LoopError` when the loop is not running.
+    /// - Note: May be called from any task.
+    func sleep(until deadline: LoopInstant) async throws
+}
+
+/// A one-shot timer owned by a loop. Re-arming (`start` again, while running or not) replaces
+/// the previous deadline and allocates nothing, which is what debounce relies on.
+///
+/// Timers with equal deadlines fire in the order they were started. A callback may start, stop
+/// or close any timer, its own included. Closing is final; the loop's shutdown closes every
+/// timer still open.
+///
+/// Loop thread only: every member must be called on the owning loop's thread.
+public protocol LoopTimer: AnyObject {
+    /// Arms the timer to fire once, `delay` from now (a zero or negative delay fires on the
+    /// next loop turn). Re-arms it if it is already running.
+    /// - Throws: `LoopError` `.handleClosed` or `.shutDown` once the timer is closed.
+    func start(after delay: Duration) throws(LoopError)
+
+    /// Arms the timer to fire once at `deadline`, never before it. Re-arms it if running.
+    /// - Throws: `LoopError` `.handleClosed` or `.shutDown` once the timer is closed.
+    func start(at deadline: LoopInstant) throws(LoopError)
+
+    /// Stops the timer if it is running; stopping a stopped or closed timer does nothing.
+    func stop()
+
+    /// Whether the timer is armed and has not fired yet.
+    var isActive: Bool { get }
+
+    /// Stops the timer and releases its handle; every later `start` throws. Idempotent.
+    func close()
+}
+
+extension TaskLoop {
+    /// The loop's clock, for `Task.sleep(for:clock:)`-style code and for `LoopClock.sleep`.
+    ///
+    /// May be called from any thread.
+    public var clock: LoopClock { LoopClock(loop: self) }
+
+    /// Stops the program with a message naming the caller if it is not on the loop thread.
+    ///
+    /// May be called from any thread (that is the point).
+    public func preconditionInLoop(file: StaticString = #fileID, line: UInt = #line) {
+        precondition(inLoop, "BUG DETECTED: called off the loop thread of \(self)", file: file, line: line)
+    }
+
+    /// Runs `body` on the loop thread and returns its result to the awaiting task.
+    ///
+    /// On the loop thread, `body` runs at once.
+    /// - Throws: whatever `body` throws, or `LoopError` if the loop cannot run it.
+    /// - Note: May be called from any task.
+    public func submit<Result: Sendable>(
+        _ body: @escaping @Sendable () throws -> Result
+    ) async throws -> Result {
+        if inLoop { return try body() }
+        return try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<Result, any Error>) in
+            do {
+                try execute {
+                    do { continuation.resume(returning: try body()) } catch { continuation.resume(throwing: error) }
+                }
+            } catch {
+                continuation.resume(throwing: error)
+            }
+        }
+    }
+
+    /// `SerialExecutor` hook: the runtime asks this when code asserts it is isolated to an
+    /// actor pinned on this loop.
+    public func checkIsolated() {
+        preconditionInLoop()
+    }
+
+    /// `SerialExecutor` hook: the loop's isolation is "running on the loop thread".
+    public func isIsolatingCurrentContext() -> Bool? { inLoop }
+
+    /// Sleeps for `duration` on the loop's timer (see `LoopClock`).
+    ///
+    /// May be called from any task.
+    public func sleep(for duration: Duration) async throws {
+        try await sleep(until: now.advanced(by: duration))
+    }
+}

@@ -1,0 +1,353 @@
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// A deterministic loop with manual, virtual time, for testing time-dependent code without
+/// sleeping (in the manner of an embedded event loop and a test clock).
+///
+/// It offers the same executor, clock and timers as `UVLoop`, but nothing runs until the test
+/// says so: `run()` runs queued work until none is left, and `advance(by:)` moves time forward
+/// step by step, firing due timers in deadline order (equal deadlines in the order they were
+/// started) and running the work each one causes before the next.
+///
+/// ```swift
+/// let loop = TestLoop()
+/// let task = Task(executorPreference: loop) { try await loop.clock.sleep(for: .seconds(1)) }
+/// loop.run()                          // the task starts and arms its timer
+/// loop.advance(by: .milliseconds(999)) // not yet
+/// loop.advance(by: .milliseconds(1))   // the timer fires and the task finishes
+/// ```
+///
+/// Threading: drive it from one task at a time. "The loop thread" is the thread inside
+/// `run`/`advance`, or any thread while nobody is running the loop, so test code may create
+/// timers and call loop-thread APIs directly between steps. Jobs and `execute` closures may be
+/// enqueued from any thread; they run at the next `run`/`advance`.
+public final class TestLoop: TaskLoop, @unchecked Sendable, CustomStringConvertible {
+    private struct Queue {
+        var work = PriorityWorkQueue()
+        var shutDown = false
+        var trampolineRunning = false
+    }
+
+    private let queue = Locked(Queue())
+    private let virtualNanoseconds: Atomic<UInt64>
+    private let runnerThread = Atomic<UInt>(0)
+
+    // Loop-thread state.
+    private var timers = TestTimerHeap()
+    private var nextStartSequence: UInt64 = 0
+    private var openTimers: [ObjectIdentifier: Unmanaged<TestTimer>] = [:]
+    private var acceptsNewWork = true
+    let sleepers = SleepTracker()
+
+    /// Creates a test loop whose clock starts at `start` (default: 0).
+    ///
+    /// May be called from any thread.
+    public init(startingAt start: LoopInstant = LoopInstant(nanoseconds: 0)) {
+        virtualNanoseconds = Atomic(start.nanoseconds)
+    }
+
+    /// `TestLoop(now: …)`.
+    public var description: String { "TestLoop(now: \(now))" }
+
+    // MARK: - Driving time
+
+    /// Runs queued jobs and closures, and timers already due, until none is left, without
+    /// moving time (a zero-delay timer fires here, as on the next turn of a real loop).
+    ///
+    /// - Note: Call it from the test's task; see the type's threading note.
+    public func run() {
+        advance(to: now)
+    }
+
+    /// Moves virtual time forward by `duration`, firing due timers in order and running the
+    /// work each one causes; ends at exactly `now + duration` with the queue empty.
+    ///
+    /// - Note: Call it from the test's task; see the type's threading note.
+    public func advance(by duration: Duration) {
+        advance(to: now.advanced(by: duration))
+    }
+
+    /// Moves virtual time forward to `deadline` (see `advance(by:)`). Time never goes back:
+    /// an earlier deadline only runs queued work.
+    ///
+    /// - Note: Call it from the test's task; see the type's threading note.
+    public func advance(to deadline: LoopInstant) {
+        asRunner {
+            runQueuedWork()
+            while let timer = timers.first, timer.deadline <= deadline.nanoseconds {
+                timers.removeFirst()
+                setNow(timer.deadline)
+                timer.onFire()
+                runQueuedWork()
+            }
+            setNow(deadline.nanoseconds)
+            runQueuedWork()
+        }
+    }
+
+    /// Shuts the loop down like `UVLoop` does: wakes sleeping tasks with `CancellationError`,
+    /// closes every open timer and runs the work that causes. Afterwards `execute`,
+    /// `makeTimer` and sleeps throw `LoopError.shutDown`. Idempotent.
+    ///
+    /// - Note: Call it from the test's task; see the type's threading note.
+    public func shutdown() {
+        asRunner {
+            guard acceptsNewWork else { return }
+            acceptsNewWork = false
+            sleepers.cancelAll()
+            for timer in Array(openTimers.values) { timer.takeUnretainedValue().closeForShutdown() }
+            runQueuedWork()
+            queue.withLock { $0.shutDown = true }
+        }
+    }
+
+    /// Timers created and not yet closed. 0 after `shutdown()`. Loop thread only.
+    public var openTimerCount: Int { openTimers.count }
+
+    /// Timers armed and not yet fired. Loop thread only.
+    public var activeTimerCount: Int { timers.count }
+
+    /// Jobs and closures waiting for `run`/`advance`. May be called from any thread.
+    public var queuedWorkCount: Int { queue.withLock { $0.work.count } }
+
+    /// The deadline of the earliest armed timer, if any. Loop thread only.
+    public var nextDeadline: LoopInstant? { timers.first.map { LoopInstant(nanoseconds: $0.deadline) } }
+
+    // MARK: - TaskLoop
+
+    /// The virtual time. May be called from any thread.
+    public var now: LoopInstant { LoopInstant(nanoseconds: virtualNanoseconds.load(ordering: .acquiring)) }
+
+    /// True on the thread inside `run`/`advance`, or on any thread while nobody runs the loop.
+    /// May be called from any thread.
+    public var inLoop: Bool {
+        let runner = runnerThread.load(ordering: .acquiring)
+        return runner == 0 || pthread_equal(pthread_self(), pthread_t(runner)) != 0
+    }
+
+    /// Queues `work` for the next `run`/`advance`.
+    ///
+    /// - Throws: `LoopError.shutDown` after `shutdown()`.
+    /// - Note: May be called from any thread.
+    public func execute(_ work: @escaping @Sendable () -> Void) throws(LoopError) {
+        try queue.withLock { (state) throws(LoopError) in
+            if state.shutDown { throw LoopError(.shutDown, operation: "TestLoop.execute") }
+            state.work.append(.closure(work), priority: closurePriority)
+        }
+    }
+
+    /// Creates a stopped virtual timer.
+    ///
+    /// - Throws: `LoopError.calledOffLoopThread` or `.shutDown`.
+    /// - Note: Loop thread only.
+    public func makeTimer(_ onFire: @escaping () -> Void) throws(LoopError) -> any LoopTimer {
+        guard inLoop else { throw LoopError(.calledOffLoopThread, operation: "TestLoop.makeTimer") }
+        guard acceptsNewWork else { throw LoopError(.shutDown, operation: "TestLoop.makeTimer") }
+        let timer = TestTimer(loop: self, onFire: onFire)
+        openTimers[ObjectIdentifier(timer)] = Unmanaged.passUnretained(timer)
+        return timer
+    }
+
+    /// Sleeps on a virtual timer until `deadline`; see `LoopClock.sleep(until:tolerance:)`.
+    ///
+    /// - Note: May be called from any task.
+    public func sleep(until deadline: LoopInstant) async throws {
+        try await SleepOperation.sleep(on: self, tracker: sleepers, until: deadline)
+    }
+
+    /// Queues a job from the runtime for the next `run`/`advance` (after shutdown, runs it on
+    /// the calling thread so no task is left hanging).
+    ///
+    /// - Note: Called by the runtime from any thread.
+    public func enqueue(_ job: consuming ExecutorJob) {
+        let priority = job.priority.rawValue
+        let work = LoopWork.job(UnownedJob(job))
+        let runInline = queue.withLock { state -> Bool in
+            state.work.append(work, priority: priority)
+            guard state.shutDown, !state.trampolineRunning else { return false }
+            state.trampolineRunning = true
+            return true
+        }
+        if runInline {
+            while let next = queue.withLock({ state -> LoopWork? in
+                let next = state.work.popFirst()
+                if next == nil { state.trampolineRunning = false }
+                return next
+            }) {
+                run(next)
+            }
+        }
+    }
+
+    /// The loop as a serial executor. May be called from any thread.
+    public func asUnownedSerialExecutor() -> UnownedSerialExecutor { UnownedSerialExecutor(ordinary: self) }
+
+    /// The loop as a task executor. May be called from any thread.
+    public func asUnownedTaskExecutor() -> UnownedTaskExecutor { UnownedTaskExecutor(ordinary: self) }
+
+    // MARK: - Internals
+
+    private func setNow(_ nanoseconds: UInt64) {
+        if nanoseconds > virtualNanoseconds.load(ordering: .relaxed) {
+            virtualNanoseconds.store(nanoseconds, ordering: .releasing)
+        }
+    }
+
+    private func asRunner(_ body: () -> Void) {
+        let me = UInt(pthread_self())
+        let current = runnerThread.load(ordering: .acquiring)
+        if current == me {
+            body()  // re-entered from a job or timer callback
+            return
+        }
+        let (exchanged, _) = runnerThread.compareExchange(expected: 0, desired: me, ordering: .acquiringAndReleasing)
+        precondition(exchanged, "BUG DETECTED: \(self) is driven from two threads at once")
+        defer { runnerThread.store(0, ordering: .releasing) }
+        body()
+    }
+
+    private func runQueuedWork() {
+        while let work = queue.withLock({ $0.work.popFirst() }) { run(work) }
+    }
+
+    private func run(_ work: LoopWork) {
+        switch work {
+        case .job(let job):
+            job.runSynchronously(isolatedTo: asUnownedSerialExecutor(), taskExecutor: asUnownedTaskExecutor())
+        case .closure(let closure):
+            closure()
+        }
+    }
+
+    fileprivate func arm(_ timer: TestTimer, at deadline: UInt64) {
+        if timer.heapIndex >= 0 { timers.remove(timer) }
+        timer.deadline = max(deadline, virtualNanoseconds.load(ordering: .relaxed))
+        timer.sequence = nextStartSequence
+        nextStartSequence &+= 1
+        timers.insert(timer)
+    }
+
+    fileprivate func disarm(_ timer: TestTimer) {
+        if timer.heapIndex >= 0 { timers.remove(timer) }
+    }
+
+    fileprivate func forget(_ timer: TestTimer) {
+        disarm(timer)
+        openTimers[ObjectIdentifier(timer)] = nil
+    }
+}
+
+/// A virtual timer of a `TestLoop`. Loop thread only.
+final class TestTimer: LoopTimer {
+    private unowned let loop: TestLoop
+    let onFire: () -> Void
+    var deadline: UInt64 = 0
+    var sequence: UInt64 = 0
+    var heapIndex = -1
+    private var closed = false
+    private var closedByShutdown = false
+
+    init(loop: TestLoop, onFire: @escaping () -> Void) {
+        self.loop = loop
+        self.onFire = onFire
+    }
+
+    deinit { close() }
+
+    func start(after delay: Duration) throws(LoopError) {
+        try start(at: loop.now.advanced(by: delay))
+    }
+
+    func start(at deadline: LoopInstant) throws(LoopError) {
+        guard !closed else {
+            throw LoopError(closedByShutdown ? .shutDown : .handleClosed, operation: "TestTimer.start")
+        }
+        loop.arm(self, at: deadline.nanoseconds)
+    }
+
+    func stop() { loop.disarm(self) }
+
+    var isActive: Bool { heapIndex >= 0 }
+
+    func close() {
+        guard !closed else { return }
+        closed = true
+        loop.forget(self)
+    }
+
+    func closeForShutdown() {
+        closedByShutdown = true
+        close()
+    }
+}
+
+/// A binary min-heap of timers ordered by (deadline, start sequence); each timer knows its
+/// index so that stop and re-arm are O(log n) without searching.
+struct TestTimerHeap {
+    private var storage: [TestTimer] = []
+
+    var count: Int { storage.count }
+    var first: TestTimer? { storage.first }
+
+    private static func precedes(_ a: TestTimer, _ b: TestTimer) -> Bool {
+        a.deadline != b.deadline ? a.deadline < b.deadline : a.sequence < b.sequence
+    }
+
+    mutating func insert(_ timer: TestTimer) {
+        storage.append(timer)
+        timer.heapIndex = storage.count - 1
+        siftUp(storage.count - 1)
+    }
+
+    mutating func removeFirst() {
+        remove(storage[0])
+    }
+
+    mutating func remove(_ timer: TestTimer) {
+        let index = timer.heapIndex
+        precondition(index >= 0 && index < storage.count && storage[index] === timer, "BUG DETECTED: timer heap index")
+        let last = storage.count - 1
+        if index != last {
+            storage.swapAt(index, last)
+            storage[index].heapIndex = index
+        }
+        storage.removeLast()
+        timer.heapIndex = -1
+        if index < storage.count {
+            siftDown(index)
+            siftUp(index)
+        }
+    }
+
+    private mutating func siftUp(_ start: Int) {
+        var child = start
+        while child > 0 {
+            let parent = (child - 1) / 2
+            guard Self.precedes(storage[child], storage[parent]) else { return }
+            storage.swapAt(child, parent)
+            storage[child].heapIndex = child
+            storage[parent].heapIndex = parent
+            child = parent
+        }
+    }
+
+    private mutating func siftDown(_ start: Int) {
+        var parent = start
+        while true {
+            let left = 2 * parent + 1
+            guard left < storage.count else { return }
+            var smallest = left
+            if left + 1 < storage.count && Self.precedes(storage[left + 1], storage[left]) { smallest = left + 1 }
+            guard Self.precedes(storage[smallest], storage[parent]) else { return }
+            storage.swapAt(smallest, parent)
+            storage[smallest].heapIndex = smallest
+            storage[parent].heapIndex = parent
+            parent = smallest
+        }
+    }
+}

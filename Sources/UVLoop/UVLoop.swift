@@ -1,0 +1,508 @@
+import CLibUV
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// A libuv event loop on a thread of its own: a Swift `SerialExecutor` and `TaskExecutor`, a
+/// clock, timers and (in later layers) I/O.
+///
+/// ```swift
+/// let loop = UVLoop(name: "io")
+/// try loop.start()
+/// let value = try await Task(executorPreference: loop) {
+///     try await loop.clock.sleep(for: .milliseconds(10))   // a libuv timer
+///     return 42                                            // still on the loop thread
+/// }.value
+/// try loop.syncShutdown()
+/// ```
+///
+/// How work reaches the loop: a job or closure enqueued on the loop thread goes to a local
+/// queue with no lock; from any other thread it goes through a locked cross-thread queue, and
+/// only the first item of a batch pays for a wake-up (`uv_async_send`). Within a turn, higher
+/// task priorities run first.
+///
+/// Lifecycle: `notStarted → running → shuttingDown → shutDown`. Shutdown wakes sleeping tasks
+/// with `CancellationError`, closes every handle through `uv_close` (freed in its close
+/// callback) and checks that `uv_loop_close` returns 0. After shutdown, `execute`, `makeTimer`
+/// and sleeps throw `LoopError.shutDown`; jobs the runtime still enqueues (tasks finishing)
+/// run on the enqueuing thread, one at a time, so no task is left hanging.
+///
+/// Thread safety: the class is `Sendable`; each member says which thread may call it.
+public final class UVLoop: TaskLoop, @unchecked Sendable, CustomStringConvertible {
+    /// The loop's name, used in messages.
+    public let name: String
+
+    enum Lifecycle { case notStarted, starting, running, shuttingDown, shutDown }
+
+    /// State shared with other threads, guarded by `crossThread`.
+    struct CrossThreadState {
+        var lifecycle: Lifecycle = .notStarted
+        var incoming: [(work: LoopWork, priority: UInt8)] = []
+        var wakeupPending = false
+        var stopRequested = false
+        var trampolineRunning = false
+        var shutdownWaiters: [UnsafeContinuation<Void, Never>] = []
+    }
+
+    private let crossThread = Locked(CrossThreadState())
+    private let loopThreadID = Atomic<UInt>(0)
+    private let liveHandles = Atomic<Int>(0)
+    private let loopCloseStatus = Atomic<Int32>(Int32.min)
+    private let stopped = OneShotSignal()
+    private let started = OneShotSignal()
+
+    // Loop-thread state. The starting thread initialises it before the loop thread exists.
+    let uvLoop: UnsafeMutablePointer<uv_loop_t>
+    private let wakeup: UnsafeMutablePointer<uv_async_t>
+    private let idle: UnsafeMutablePointer<uv_idle_t>
+    private var local = PriorityWorkQueue()
+    private var idleRunning = false
+    private var runningLocalWork = false
+    private var drainBuffer: [(work: LoopWork, priority: UInt8)] = []
+    private var acceptsNewWork = true
+    let sleepers = SleepTracker()
+
+    /// The most jobs one turn runs before letting libuv poll for I/O and timers, so that a task
+    /// that keeps re-enqueueing itself cannot starve them.
+    static let jobsPerTurn = 16_384
+
+    /// Creates a loop that is not running yet; call `start()`.
+    ///
+    /// May be called from any thread.
+    /// - Parameter name: used in messages and descriptions.
+    public init(name: String = "uv-loop") {
+        self.name = name
+        uvLoop = .allocate(capacity: 1)
+        wakeup = .allocate(capacity: 1)
+        idle = .allocate(capacity: 1)
+    }
+
+    deinit {
+        // The loop thread holds a strong reference until it exits, so a loop that was started
+        // is always shut down by the time it is deinitialised.
+        uvLoop.deallocate()
+        wakeup.deallocate()
+        idle.deallocate()
+    }
+
+    /// `UVLoop(name)`.
+    public var description: String { "UVLoop(\(name))" }
+
+    // MARK: - Lifecycle
+
+    /// Starts the loop thread and returns once it is running.
+    ///
+    /// Jobs enqueued before `start()` run as soon as the loop is running.
+    /// - Throws: `LoopError` `.alreadyStarted` if called twice, `.shutDown` after shutdown, or a
+    ///   libuv error if the loop could not be created.
+    /// - Note: May be called from any thread other than the loop's.
+    public func start() throws(LoopError) {
+        try crossThread.withLock { (state) throws(LoopError) in
+            switch state.lifecycle {
+            case .notStarted: state.lifecycle = .starting
+            case .starting, .running: throw LoopError(.alreadyStarted, operation: "UVLoop.start")
+            case .shuttingDown, .shutDown: throw LoopError(.shutDown, operation: "UVLoop.start")
+            }
+        }
+        do {
+            try LoopError.check(uv_loop_init(uvLoop), "uv_loop_init")
+        } catch {
+            crossThread.withLock { $0.lifecycle = .shutDown }
+            throw error
+        }
+        let me = Unmanaged.passUnretained(self).toOpaque()
+        uvLoop.pointee.data = me
+        // Neither call can fail on Linux once the loop is initialised (they only allocate an
+        // eventfd-backed watcher that uv_loop_init already created).
+        uv_async_init(uvLoop, wakeup, uvLoopWakeupCallback)
+        wakeup.pointee.data = me
+        uv_idle_init(uvLoop, idle)
+        idle.pointee.data = me
+        liveHandles.add(2, ordering: .relaxed)
+
+        let threadArgument = Unmanaged.passRetained(self).toOpaque()
+        var thread = pthread_t()
+        let result = pthread_create(&thread, nil, { argument in
+            let loop = Unmanaged<UVLoop>.fromOpaque(argument!).takeRetainedValue()
+            loop.runLoopThread()
+            return nil
+        }, threadArgument)
+        if result != 0 {
+            Unmanaged<UVLoop>.fromOpaque(threadArgument).release()
+            uv_close(clibuv_async_as_handle(wakeup), nil)
+            uv_close(clibuv_idle_as_handle(idle), nil)
+            uv_run(uvLoop, UV_RUN_DEFAULT)
+            uv_loop_close(uvLoop)
+            crossThread.withLock { $0.lifecycle = .shutDown }
+            throw LoopError(.libuv(-result), operation: "pthread_create")
+        }
+        pthread_detach(thread)
+        started.wait()
+    }
+
+    /// Shuts the loop down and waits until its thread has exited.
+    ///
+    /// Pending jobs run, sleeping tasks are woken with `CancellationError`, every timer is
+    /// closed, every handle is freed in its close callback and `uv_loop_close` runs. Calling it
+    /// again, or on a loop that never started, does nothing.
+    /// - Throws: `LoopError.calledOnLoopThread` on the loop thread (it would wait for itself);
+    ///   use `shutdown()` there.
+    /// - Note: Blocks the calling thread. May be called from any thread but the loop's.
+    public func syncShutdown() throws(LoopError) {
+        if inLoop { throw LoopError(.calledOnLoopThread, operation: "UVLoop.syncShutdown") }
+        if requestShutdown() { stopped.wait() }
+    }
+
+    /// Shuts the loop down (see `syncShutdown()`) and resumes when its thread has exited,
+    /// without blocking a thread.
+    ///
+    /// - Note: May be called from any task, including one running on this loop.
+    public func shutdown() async {
+        await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
+            let mustWait = crossThread.withLock { state -> Bool in
+                if state.lifecycle == .shutDown { return false }
+                state.shutdownWaiters.append(continuation)
+                return true
+            }
+            if mustWait {
+                if !requestShutdown() {
+                    // Never started: requestShutdown marked it shut down; nobody will resume us.
+                    let waiters = crossThread.withLock { state in
+                        defer { state.shutdownWaiters = [] }
+                        return state.shutdownWaiters
+                    }
+                    for waiter in waiters { waiter.resume() }
+                }
+            } else {
+                continuation.resume()
+            }
+        }
+    }
+
+    /// Asks the loop thread to shut down. Returns whether a loop thread exists to wait for.
+    private func requestShutdown() -> Bool {
+        crossThread.withLock { state -> Bool in
+            switch state.lifecycle {
+            case .notStarted:
+                state.lifecycle = .shutDown
+                return false
+            case .starting:
+                // start() is between its two halves on another thread; it raises `started`
+                // only once the thread runs, so waiting for `stopped` below is safe.
+                state.stopRequested = true
+                return true
+            case .running:
+                state.lifecycle = .shuttingDown
+                state.stopRequested = true
+                wakeLoopLocked(&state)
+                return true
+            case .shuttingDown:
+                return true
+            case .shutDown:
+                return false
+            }
+        }
+    }
+
+    /// The number of libuv handles this loop has initialised and not yet freed in a close
+    /// callback. 0 after a clean shutdown.
+    ///
+    /// May be called from any thread.
+    public var liveHandleCount: Int { liveHandles.load(ordering: .acquiring) }
+
+    /// What `uv_loop_close` returned at shutdown (0 means every handle and request was closed),
+    /// or `nil` while the loop has not shut down.
+    ///
+    /// May be called from any thread.
+    public var loopCloseResult: Int32? {
+        let value = loopCloseStatus.load(ordering: .acquiring)
+        return value == Int32.min ? nil : value
+    }
+
+    /// Whether the loop has shut down completely. May be called from any thread.
+    public var isShutDown: Bool { crossThread.withLock { $0.lifecycle == .shutDown } }
+
+    // MARK: - TaskLoop
+
+    /// `uv_hrtime()`: the monotonic clock in nanoseconds. May be called from any thread.
+    public var now: LoopInstant { LoopInstant(nanoseconds: uv_hrtime()) }
+
+    /// Whether the calling thread is this loop's thread. May be called from any thread.
+    public var inLoop: Bool {
+        let id = loopThreadID.load(ordering: .relaxed)
+        return id != 0 && pthread_equal(pthread_self(), pthread_t(id)) != 0
+    }
+
+    /// Runs `work` on the loop thread; see `TaskLoop.execute`.
+    ///
+    /// - Throws: `LoopError.notStarted` before `start()`, `LoopError.shutDown` once shutdown
+    ///   has begun.
+    /// - Note: May be called from any thread.
+    public func execute(_ work: @escaping @Sendable () -> Void) throws(LoopError) {
+        if inLoop {
+            guard acceptsNewWork else { throw LoopError(.shutDown, operation: "UVLoop.execute") }
+            enqueueLocal(.closure(work), priority: closurePriority)
+            return
+        }
+        try crossThread.withLock { (state) throws(LoopError) in
+            switch state.lifecycle {
+            case .notStarted, .starting: throw LoopError(.notStarted, operation: "UVLoop.execute")
+            case .shuttingDown, .shutDown: throw LoopError(.shutDown, operation: "UVLoop.execute")
+            case .running:
+                state.incoming.append((.closure(work), closurePriority))
+                wakeLoopLocked(&state)
+            }
+        }
+    }
+
+    /// Creates a stopped libuv timer; see `TaskLoop.makeTimer`.
+    ///
+    /// - Note: Loop thread only.
+    public func makeTimer(_ onFire: @escaping () -> Void) throws(LoopError) -> any LoopTimer {
+        try makeUVTimer(onFire)
+    }
+
+    /// Creates a stopped libuv timer with its concrete type, for callers that re-arm it on a
+    /// hot path and want no existential dispatch.
+    ///
+    /// - Throws: `LoopError.calledOffLoopThread`, `.shutDown`, or a libuv error.
+    /// - Note: Loop thread only.
+    public func makeUVTimer(_ onFire: @escaping () -> Void) throws(LoopError) -> UVTimer {
+        guard inLoop else { throw LoopError(.calledOffLoopThread, operation: "UVLoop.makeTimer") }
+        guard acceptsNewWork else { throw LoopError(.shutDown, operation: "UVLoop.makeTimer") }
+        return try UVTimer(loop: self, onFire: onFire)
+    }
+
+    /// Sleeps on a libuv timer until `deadline`; see `LoopClock.sleep(until:tolerance:)`.
+    ///
+    /// - Note: May be called from any task.
+    public func sleep(until deadline: LoopInstant) async throws {
+        try await SleepOperation.sleep(on: self, tracker: sleepers, until: deadline)
+    }
+
+    // MARK: - Executor
+
+    /// Takes a job from the Swift runtime and runs it on the loop thread; the job is stored as
+    /// is, with no closure allocated around it.
+    ///
+    /// - Note: Called by the runtime from any thread.
+    public func enqueue(_ job: consuming ExecutorJob) {
+        let priority = job.priority.rawValue
+        let work = LoopWork.job(UnownedJob(job))
+        if inLoop {
+            enqueueLocal(work, priority: priority)
+            return
+        }
+        let mustRunInline = crossThread.withLock { state -> Bool in
+            state.incoming.append((work, priority))
+            switch state.lifecycle {
+            case .notStarted, .starting:
+                return false  // runs when the loop starts
+            case .running, .shuttingDown:
+                wakeLoopLocked(&state)
+                return false
+            case .shutDown:
+                if state.trampolineRunning { return false }
+                state.trampolineRunning = true
+                return true
+            }
+        }
+        if mustRunInline { runShutDownTrampoline() }
+    }
+
+    /// The loop as a serial executor, for actors that pin themselves to it.
+    ///
+    /// May be called from any thread.
+    public func asUnownedSerialExecutor() -> UnownedSerialExecutor {
+        UnownedSerialExecutor(ordinary: self)
+    }
+
+    /// The loop as a task executor, for `Task(executorPreference:)`.
+    ///
+    /// May be called from any thread.
+    public func asUnownedTaskExecutor() -> UnownedTaskExecutor {
+        UnownedTaskExecutor(ordinary: self)
+    }
+
+    // MARK: - Loop thread internals
+
+    /// Wakes the loop thread once per batch. Called with the cross-thread lock held: the lock
+    /// publishes the queued work before the wake-up (libuv 1.44's `uv_async_send` starts with
+    /// an unfenced read), and it keeps shutdown from closing the async handle mid-send.
+    @inline(__always)
+    private func wakeLoopLocked(_ state: inout CrossThreadState) {
+        guard !state.wakeupPending, state.lifecycle == .running || state.lifecycle == .shuttingDown else { return }
+        state.wakeupPending = true
+        uv_async_send(wakeup)
+    }
+
+    @inline(__always)
+    private func enqueueLocal(_ work: LoopWork, priority: UInt8) {
+        local.append(work, priority: priority)
+        if !idleRunning && !runningLocalWork {
+            // An active idle handle makes libuv poll without blocking, so the work runs this turn.
+            idleRunning = true
+            uv_idle_start(idle, uvLoopIdleCallback)
+        }
+    }
+
+    @inline(__always)
+    func run(_ work: LoopWork) {
+        switch work {
+        case .job(let job):
+            job.runSynchronously(isolatedTo: asUnownedSerialExecutor(), taskExecutor: asUnownedTaskExecutor())
+        case .closure(let closure):
+            closure()
+        }
+    }
+
+    /// Moves the cross-thread queue into the local one; starts shutdown when it was asked for.
+    fileprivate func drainCrossThreadQueue() {
+        let stopRequested = crossThread.withLock { state -> Bool in
+            swap(&state.incoming, &drainBuffer)
+            state.wakeupPending = false
+            return state.stopRequested
+        }
+        for item in drainBuffer { local.append(item.work, priority: item.priority) }
+        drainBuffer.removeAll(keepingCapacity: true)
+        if stopRequested && acceptsNewWork { beginShutdown() }
+    }
+
+    /// Runs local work, highest priority first, up to one turn's budget.
+    fileprivate func runLocalWork() {
+        runningLocalWork = true
+        var budget = Self.jobsPerTurn
+        while budget > 0, let work = local.popFirst() {
+            run(work)
+            budget &-= 1
+        }
+        runningLocalWork = false
+        if local.isEmpty {
+            if idleRunning {
+                idleRunning = false
+                uv_idle_stop(idle)
+            }
+        } else if !idleRunning {
+            idleRunning = true
+            uv_idle_start(idle, uvLoopIdleCallback)
+        }
+    }
+
+    private func runLoopThread() {
+        loopThreadID.store(UInt(pthread_self()), ordering: .releasing)
+        crossThread.withLock { state in
+            state.lifecycle = state.stopRequested ? .shuttingDown : .running
+        }
+        started.raise()
+        drainCrossThreadQueue()  // work enqueued before start(), and an early shutdown request
+        runLocalWork()
+        if acceptsNewWork {
+            uv_run(uvLoop, UV_RUN_DEFAULT)
+        }
+        finishShutdown()
+    }
+
+    /// First half of shutdown, inside a callback: stop taking work, wake sleepers, close every
+    /// handle, and make `uv_run` return so `finishShutdown` can drain outside any callback.
+    private func beginShutdown() {
+        acceptsNewWork = false
+        sleepers.cancelAll()
+        uv_walk(uvLoop, uvLoopCloseForShutdown, nil)
+        uv_stop(uvLoop)
+    }
+
+    /// Called by `uv_walk` for each handle at shutdown.
+    fileprivate func closeForShutdown(_ handle: UnsafeMutablePointer<uv_handle_t>) {
+        if uv_is_closing(handle) != 0 { return }
+        if handle == clibuv_async_as_handle(wakeup) || handle == clibuv_idle_as_handle(idle) { return }
+        guard let owner = handle.pointee.data else { return }
+        switch handle.pointee.type {
+        case UV_TIMER: Unmanaged<UVTimer>.fromOpaque(owner).takeUnretainedValue().closeForShutdown()
+        default: assertionFailure("BUG DETECTED: \(self) does not know how to close a \(handle.pointee.type) handle")
+        }
+    }
+
+    private func finishShutdown() {
+        if acceptsNewWork { beginShutdown() }
+        // Let woken tasks finish and close callbacks run. Bounded: a task that re-enqueues
+        // itself forever would otherwise keep the loop alive; it moves to the trampoline below.
+        var rounds = 0
+        while rounds < 10_000 {
+            drainCrossThreadQueue()
+            runLocalWork()
+            uv_run(uvLoop, UV_RUN_NOWAIT)
+            rounds += 1
+            let quiet = crossThread.withLock { $0.incoming.isEmpty }
+            if quiet && local.isEmpty && liveHandles.load(ordering: .relaxed) == 2 { break }
+        }
+        assert(rounds < 10_000, "BUG DETECTED: \(self) did not quiesce within 10000 rounds at shutdown")
+
+        let waiters = crossThread.withLock { state -> [UnsafeContinuation<Void, Never>] in
+            state.lifecycle = .shutDown
+            state.trampolineRunning = true  // this thread runs what is still queued, below
+            while let work = local.popFirst() { state.incoming.append((work, closurePriority)) }
+            defer { state.shutdownWaiters = [] }
+            return state.shutdownWaiters
+        }
+        uv_close(clibuv_async_as_handle(wakeup), uvLoopHandleClosed)
+        uv_close(clibuv_idle_as_handle(idle), uvLoopHandleClosed)
+        uv_run(uvLoop, UV_RUN_DEFAULT)
+        loopCloseStatus.store(uv_loop_close(uvLoop), ordering: .releasing)
+        loopThreadID.store(0, ordering: .releasing)
+        runShutDownTrampoline()
+        stopped.raise()
+        for waiter in waiters { waiter.resume() }
+        runShutDownTrampoline(ifIdle: true)
+    }
+
+    /// After shutdown, runs queued jobs on the calling thread, one at a time, until none is left.
+    private func runShutDownTrampoline(ifIdle: Bool = false) {
+        if ifIdle {
+            let mine = crossThread.withLock { state -> Bool in
+                if state.trampolineRunning || state.incoming.isEmpty { return false }
+                state.trampolineRunning = true
+                return true
+            }
+            if !mine { return }
+        }
+        while true {
+            let batch = crossThread.withLock { state -> [(work: LoopWork, priority: UInt8)] in
+                if state.incoming.isEmpty { state.trampolineRunning = false }
+                defer { state.incoming = [] }
+                return state.incoming
+            }
+            if batch.isEmpty { return }
+            for item in batch { run(item.work) }
+        }
+    }
+
+    /// Counts a handle this loop initialised. Loop thread only.
+    func handleOpened() { liveHandles.add(1, ordering: .relaxed) }
+
+    /// Counts a handle freed in its close callback. Loop thread only.
+    func handleFreed() { liveHandles.subtract(1, ordering: .releasing) }
+}
+
+private let uvLoopWakeupCallback: uv_async_cb = { handle in
+    let loop = Unmanaged<UVLoop>.fromOpaque(handle!.pointee.data).takeUnretainedValue()
+    loop.drainCrossThreadQueue()
+    loop.runLocalWork()
+}
+
+private let uvLoopIdleCallback: uv_idle_cb = { handle in
+    Unmanaged<UVLoop>.fromOpaque(handle!.pointee.data).takeUnretainedValue().runLocalWork()
+}
+
+private let uvLoopCloseForShutdown: uv_walk_cb = { handle, _ in
+    let loop = Unmanaged<UVLoop>.fromOpaque(handle!.pointee.loop.pointee.data).takeUnretainedValue()
+    loop.closeForShutdown(handle!)
+}
+
+private let uvLoopHandleClosed: uv_close_cb = { handle in
+    let loop = Unmanaged<UVLoop>.fromOpaque(handle!.pointee.loop.pointee.data).takeUnretainedValue()
+    loop.handleFreed()
+}

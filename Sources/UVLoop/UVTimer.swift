@@ -1,0 +1,116 @@
+import CLibUV
+
+/// A one-shot libuv timer (`uv_timer_t`), allocated once and re-armed without allocating.
+///
+/// `start(at:)` never fires before its deadline: libuv counts in whole milliseconds of loop
+/// time, so the deadline is rounded up, and the callback re-checks `uv_hrtime` and waits one
+/// more millisecond in the rare case the loop's cached time ran ahead of the deadline's.
+/// For example, a timer started at 10.2 ms for 5 ms (deadline 15.2 ms) fires at the first loop
+/// turn whose time is 16 ms or later.
+///
+/// Loop thread only: create it with `UVLoop.makeUVTimer` and use it on that loop's thread.
+/// Dropping the last reference closes the handle.
+public final class UVTimer: LoopTimer {
+    private unowned let loop: UVLoop
+    private var handle: UnsafeMutablePointer<uv_timer_t>?
+    private let onFire: () -> Void
+    private var deadline: UInt64 = 0
+    private var closedByShutdown = false
+
+    init(loop: UVLoop, onFire: @escaping () -> Void) throws(LoopError) {
+        self.loop = loop
+        self.onFire = onFire
+        let handle = UnsafeMutablePointer<uv_timer_t>.allocate(capacity: 1)
+        let result = uv_timer_init(loop.uvLoop, handle)
+        if result < 0 {
+            handle.deallocate()
+            throw LoopError(.libuv(result), operation: "uv_timer_init")
+        }
+        self.handle = handle
+        handle.pointee.data = Unmanaged.passUnretained(self).toOpaque()
+        loop.handleOpened()
+    }
+
+    deinit {
+        close()
+    }
+
+    /// Arms the timer `delay` from now (`uv_hrtime`), re-arming it if it is running.
+    ///
+    /// - Throws: `LoopError.handleClosed` after `close()`, `.shutDown` after the loop's shutdown.
+    /// - Note: Loop thread only.
+    @inline(__always)
+    public func start(after delay: Duration) throws(LoopError) {
+        try start(at: LoopInstant(nanoseconds: uv_hrtime()).advanced(by: delay))
+    }
+
+    /// Arms the timer for `deadline`, never firing before it; re-arms it if it is running.
+    ///
+    /// - Throws: `LoopError.handleClosed` after `close()`, `.shutDown` after the loop's shutdown.
+    /// - Note: Loop thread only.
+    public func start(at deadline: LoopInstant) throws(LoopError) {
+        guard let handle else { throw closedError("UVTimer.start") }
+        self.deadline = deadline.nanoseconds
+        // Round the deadline up to a whole millisecond of loop time; huge deadlines saturate
+        // (libuv clamps loop time + timeout to UINT64_MAX itself).
+        let deadlineMilliseconds = deadline.nanoseconds / 1_000_000 + (deadline.nanoseconds % 1_000_000 == 0 ? 0 : 1)
+        let loopNow = uv_now(loop.uvLoop)
+        let timeout = deadlineMilliseconds > loopNow ? deadlineMilliseconds - loopNow : 0
+        uv_timer_start(handle, uvTimerFired, timeout, 0)
+    }
+
+    /// Stops the timer; does nothing if it is stopped or closed.
+    ///
+    /// - Note: Loop thread only.
+    public func stop() {
+        if let handle { uv_timer_stop(handle) }
+    }
+
+    /// Whether the timer is armed. Loop thread only.
+    public var isActive: Bool {
+        guard let handle else { return false }
+        return uv_is_active(clibuv_timer_as_handle(handle)) != 0
+    }
+
+    /// Stops the timer and closes its handle (freed in the close callback). Idempotent.
+    ///
+    /// - Note: Loop thread only.
+    public func close() {
+        guard let handle else { return }
+        self.handle = nil
+        handle.pointee.data = nil
+        uv_close(clibuv_timer_as_handle(handle), uvTimerClosed)
+    }
+
+    /// Closes the handle at loop shutdown; later starts throw `LoopError.shutDown`.
+    func closeForShutdown() {
+        closedByShutdown = true
+        close()
+    }
+
+    private func closedError(_ operation: String) -> LoopError {
+        LoopError(closedByShutdown ? .shutDown : .handleClosed, operation: operation)
+    }
+
+    fileprivate func fire() {
+        let now = uv_hrtime()
+        if now < deadline, let handle {
+            // The loop's cached millisecond clock ran ahead of uv_hrtime by less than a
+            // millisecond; wait one more tick rather than fire early.
+            uv_timer_start(handle, uvTimerFired, 1, 0)
+            return
+        }
+        onFire()
+    }
+}
+
+private let uvTimerFired: uv_timer_cb = { handle in
+    guard let owner = handle!.pointee.data else { return }
+    Unmanaged<UVTimer>.fromOpaque(owner).takeUnretainedValue().fire()
+}
+
+private let uvTimerClosed: uv_close_cb = { handle in
+    let loop = Unmanaged<UVLoop>.fromOpaque(handle!.pointee.loop.pointee.data).takeUnretainedValue()
+    handle!.withMemoryRebound(to: uv_timer_t.self, capacity: 1) { $0.deallocate() }
+    loop.handleFreed()
+}

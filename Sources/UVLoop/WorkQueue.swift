@@ -1,0 +1,88 @@
+/// One unit of work for a loop: a job given by the Swift runtime (stored as is, no closure
+/// allocated around it) or a closure from `execute`.
+enum LoopWork {
+    case job(UnownedJob)
+    case closure(() -> Void)
+}
+
+/// A growable FIFO ring buffer. Popping and pushing allocate nothing once the buffer has grown
+/// to the queue's high-water mark.
+struct WorkRing {
+    private var slots: ContiguousArray<LoopWork?> = []
+    private var head = 0
+    private(set) var count = 0
+
+    var isEmpty: Bool { count == 0 }
+
+    @inline(__always)
+    mutating func append(_ work: LoopWork) {
+        if count == slots.count { grow() }
+        slots[(head &+ count) & (slots.count &- 1)] = work
+        count &+= 1
+    }
+
+    @inline(__always)
+    mutating func popFirst() -> LoopWork? {
+        guard count > 0 else { return nil }
+        let work = slots[head].take()
+        head = (head &+ 1) & (slots.count &- 1)
+        count &-= 1
+        return work
+    }
+
+    private mutating func grow() {
+        // Capacity stays a power of two so that wrapping is a mask.
+        let newCapacity = Swift.max(16, slots.count * 2)
+        var newSlots = ContiguousArray<LoopWork?>(repeating: nil, count: newCapacity)
+        for offset in 0..<count {
+            newSlots[offset] = slots[(head + offset) & (slots.count - 1)].take()
+        }
+        slots = newSlots
+        head = 0
+    }
+}
+
+/// Work ordered by task priority: the highest non-empty band runs first, FIFO within a band.
+///
+/// Four bands are enough to honour Swift's named priorities (`.high`/`.userInitiated` and
+/// above, `.medium` and unspecified, `.low`/`.utility`, `.background`); finer ordering inside a
+/// band would cost a heap operation per job.
+struct PriorityWorkQueue {
+    private var bands = (WorkRing(), WorkRing(), WorkRing(), WorkRing())
+    private(set) var count = 0
+
+    var isEmpty: Bool { count == 0 }
+
+    /// The band of a raw `JobPriority` value (0 means unspecified and counts as medium).
+    @inline(__always)
+    static func band(of priority: UInt8) -> Int {
+        if priority >= TaskPriority.high.rawValue { return 0 }
+        if priority >= TaskPriority.medium.rawValue || priority == 0 { return 1 }
+        if priority >= TaskPriority.low.rawValue { return 2 }
+        return 3
+    }
+
+    @inline(__always)
+    mutating func append(_ work: LoopWork, priority: UInt8) {
+        switch Self.band(of: priority) {
+        case 0: bands.0.append(work)
+        case 1: bands.1.append(work)
+        case 2: bands.2.append(work)
+        default: bands.3.append(work)
+        }
+        count &+= 1
+    }
+
+    @inline(__always)
+    mutating func popFirst() -> LoopWork? {
+        guard count > 0 else { return nil }
+        count &-= 1
+        if !bands.0.isEmpty { return bands.0.popFirst() }
+        if !bands.1.isEmpty { return bands.1.popFirst() }
+        if !bands.2.isEmpty { return bands.2.popFirst() }
+        return bands.3.popFirst()
+    }
+}
+
+/// The priority that `execute` closures run at: medium, between tasks of high and low priority.
+let closurePriority: UInt8 = TaskPriority.medium.rawValue
