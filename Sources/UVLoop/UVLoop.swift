@@ -62,6 +62,7 @@ public final class UVLoop: TaskLoop, @unchecked Sendable, CustomStringConvertibl
     private var local = PriorityWorkQueue()
     private var idleRunning = false
     private var runningLocalWork = false
+    private var pollingCrossThread = false
     private var drainBuffer: [(work: LoopWork, priority: UInt8)] = []
     private var acceptsNewWork = true
     let sleepers = SleepTracker()
@@ -361,18 +362,30 @@ public final class UVLoop: TaskLoop, @unchecked Sendable, CustomStringConvertibl
     }
 
     /// Moves the cross-thread queue into the local one; starts shutdown when it was asked for.
+    ///
+    /// While batches keep arriving, the wake-up flag stays set and the loop polls the queue
+    /// again on its next turn instead of being woken: producers skip `uv_async_send` (a
+    /// syscall) until a drain finds the queue empty, which is when the loop may block again.
     fileprivate func drainCrossThreadQueue() {
-        let stopRequested = crossThread.withLock { state -> Bool in
+        let (found, stopRequested) = crossThread.withLock { state -> (Bool, Bool) in
+            if state.incoming.isEmpty {
+                state.wakeupPending = false
+                return (false, state.stopRequested)
+            }
             swap(&state.incoming, &drainBuffer)
-            state.wakeupPending = false
-            return state.stopRequested
+            return (true, state.stopRequested)
         }
-        for item in drainBuffer { local.append(item.work, priority: item.priority) }
-        drainBuffer.removeAll(keepingCapacity: true)
+        pollingCrossThread = found
+        if found {
+            for item in drainBuffer { local.append(item.work, priority: item.priority) }
+            drainBuffer.removeAll(keepingCapacity: true)
+        }
         if stopRequested && acceptsNewWork { beginShutdown() }
     }
 
-    /// Runs local work, highest priority first, up to one turn's budget.
+    /// Runs local work, highest priority first, up to one turn's budget; keeps the idle handle
+    /// active (so libuv polls without blocking) while work is left or the cross-thread queue
+    /// is being polled.
     fileprivate func runLocalWork() {
         runningLocalWork = true
         var budget = Self.jobsPerTurn
@@ -381,15 +394,16 @@ public final class UVLoop: TaskLoop, @unchecked Sendable, CustomStringConvertibl
             budget &-= 1
         }
         runningLocalWork = false
-        if local.isEmpty {
-            if idleRunning {
-                idleRunning = false
-                uv_idle_stop(idle)
-            }
-        } else if !idleRunning {
-            idleRunning = true
-            uv_idle_start(idle, uvLoopIdleCallback)
+        let keepTurning = !local.isEmpty || pollingCrossThread
+        if keepTurning != idleRunning {
+            idleRunning = keepTurning
+            if keepTurning { uv_idle_start(idle, uvLoopIdleCallback) } else { uv_idle_stop(idle) }
         }
+    }
+
+    fileprivate func idleTurn() {
+        if pollingCrossThread { drainCrossThreadQueue() }
+        runLocalWork()
     }
 
     private func runLoopThread() {
@@ -494,7 +508,7 @@ private let uvLoopWakeupCallback: uv_async_cb = { handle in
 }
 
 private let uvLoopIdleCallback: uv_idle_cb = { handle in
-    Unmanaged<UVLoop>.fromOpaque(handle!.pointee.data).takeUnretainedValue().runLocalWork()
+    Unmanaged<UVLoop>.fromOpaque(handle!.pointee.data).takeUnretainedValue().idleTurn()
 }
 
 private let uvLoopCloseForShutdown: uv_walk_cb = { handle, _ in

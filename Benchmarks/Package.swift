@@ -1,0 +1,27 @@
+// swift-tools-version:6.1
+import PackageDescription
+
+// Benchmark tooling, kept out of the library's dependency graph: the `taskid-bench` driver
+// (the workloads of BENCHMARKS.md) and the package-benchmark suite of micro-operations.
+let package = Package(
+    name: "TaskIdentityBenchmarks",
+    platforms: [.macOS(.v15)],
+    dependencies: [
+        .package(name: "TaskIdentity", path: ".."),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.2.0"),
+    ],
+    targets: [
+        .executableTarget(
+            name: "taskid-bench",
+            dependencies: [
+                .product(name: "TaskIdentity", package: "TaskIdentity"),
+                .product(name: "UVLoop", package: "TaskIdentity"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Histogram", package: "hdrhistogram-swift"),
+            ],
+            swiftSettings: [.unsafeFlags(["-Ounchecked"], .when(configuration: .release))]
+        )
+    ],
+    swiftLanguageModes: [.v6]
+)

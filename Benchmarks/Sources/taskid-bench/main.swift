@@ -1,0 +1,11 @@
+import ArgumentParser
+
+/// `taskid-bench`: the benchmark driver of BENCHMARKS.md.
+struct TaskIDBench: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "taskid-bench",
+        abstract: "TaskIdentity benchmarks: one key=value line (or JSON) per run.",
+        subcommands: [ExecutorBench.self, TimerBench.self])
+}
+
+TaskIDBench.main()
