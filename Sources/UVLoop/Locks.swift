@@ -35,15 +35,15 @@ final class PThreadMutex: @unchecked Sendable {
     }
 }
 
-/// A value guarded by a `PThreadMutex`.
-final class Locked<Value>: @unchecked Sendable {
+/// A value guarded by a `PThreadMutex`. Shared with the registry module (package access).
+package final class Locked<Value>: @unchecked Sendable {
     private let mutex = PThreadMutex()
     private var value: Value
 
-    init(_ value: Value) { self.value = value }
+    package init(_ value: Value) { self.value = value }
 
     @inline(__always)
-    func withLock<T, E: Error>(_ body: (inout Value) throws(E) -> T) throws(E) -> T {
+    package func withLock<T, E: Error>(_ body: (inout Value) throws(E) -> T) throws(E) -> T {
         mutex.lock()
         defer { mutex.unlock() }
         return try body(&value)

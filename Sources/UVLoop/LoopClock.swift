@@ -43,8 +43,7 @@ private func UInt64ToInt64Clamped(_ value: UInt64) -> Int64 { value > UInt64(Int
 
 extension Duration {
     /// The duration in whole nanoseconds (sub-nanosecond parts dropped), clamped to `Int64`.
-    @usableFromInline
-    var clampedNanoseconds: Int64 {
+    package var clampedNanoseconds: Int64 {
         let (seconds, attoseconds) = components
         let (scaled, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
         if overflow { return seconds < 0 ? .min : .max }

@@ -6,34 +6,41 @@ enum LoopWork {
 }
 
 /// A growable FIFO ring buffer. Popping and pushing allocate nothing once the buffer has grown
-/// to the queue's high-water mark.
-struct WorkRing {
-    private var slots: ContiguousArray<LoopWork?> = []
+/// to the queue's high-water mark. Shared with the registry module (package access).
+package struct RingBuffer<Element> {
+    private var slots: ContiguousArray<Element?> = []
     private var head = 0
-    private(set) var count = 0
+    package private(set) var count = 0
 
-    var isEmpty: Bool { count == 0 }
+    package init() {}
 
+    package var isEmpty: Bool { count == 0 }
+
+    /// The oldest element, if any. O(1).
+    package var first: Element? { count == 0 ? nil : slots[head] }
+
+    /// Appends at the back. Amortised O(1).
     @inline(__always)
-    mutating func append(_ work: LoopWork) {
+    package mutating func append(_ element: Element) {
         if count == slots.count { grow() }
-        slots[(head &+ count) & (slots.count &- 1)] = work
+        slots[(head &+ count) & (slots.count &- 1)] = element
         count &+= 1
     }
 
+    /// Removes and returns the oldest element. O(1).
     @inline(__always)
-    mutating func popFirst() -> LoopWork? {
+    package mutating func popFirst() -> Element? {
         guard count > 0 else { return nil }
-        let work = slots[head].take()
+        let element = slots[head].take()
         head = (head &+ 1) & (slots.count &- 1)
         count &-= 1
-        return work
+        return element
     }
 
     private mutating func grow() {
         // Capacity stays a power of two so that wrapping is a mask.
         let newCapacity = Swift.max(16, slots.count * 2)
-        var newSlots = ContiguousArray<LoopWork?>(repeating: nil, count: newCapacity)
+        var newSlots = ContiguousArray<Element?>(repeating: nil, count: newCapacity)
         for offset in 0..<count {
             newSlots[offset] = slots[(head + offset) & (slots.count - 1)].take()
         }
@@ -41,6 +48,8 @@ struct WorkRing {
         head = 0
     }
 }
+
+typealias WorkRing = RingBuffer<LoopWork>
 
 /// Work ordered by task priority: the highest non-empty band runs first, FIFO within a band.
 ///

@@ -1,0 +1,73 @@
+/// The registry's counters. Every declaration that creates a generation ends in exactly one of
+/// `finished`, `failed`, `cancelled` and `coalesced`, or is still live, so that
+/// `declared == unchanged + finished + failed + cancelled + coalesced + liveGenerations`.
+///
+/// A value type; may be used on any thread.
+public struct RegistryCounters: Hashable, Sendable, CustomStringConvertible {
+    /// Calls to `task(…)` that reached the registry.
+    public var declared: UInt64 = 0
+    /// Declarations whose id equalled the current one (nothing happened).
+    public var unchanged: UInt64 = 0
+    /// Actions started (each is one Swift task).
+    public var started: UInt64 = 0
+    /// Actions started for a new id of a task that had run before.
+    public var restarted: UInt64 = 0
+    /// Identities replaced before they started (debounced, throttled or superseded by policy).
+    public var coalesced: UInt64 = 0
+    /// Runs, started or waiting, that ended cancelled.
+    public var cancelled: UInt64 = 0
+    /// Runs that finished while current.
+    public var finished: UInt64 = 0
+    /// Runs that failed while current.
+    public var failed: UInt64 = 0
+    /// `commit { }` calls dropped because their run was no longer current.
+    public var staleCommitsDropped: UInt64 = 0
+    /// Slots that exist now.
+    public var liveSlots: Int = 0
+    /// Swift tasks of actions that have not ended yet (cancelled ones included).
+    public var runningActions: Int = 0
+    /// Generations declared and not yet ended: waiting, or running as the current run.
+    public var liveGenerations: Int = 0
+
+    /// `declared=… started=… …` in one line.
+    public var description: String {
+        "declared=\(declared) unchanged=\(unchanged) started=\(started) restarted=\(restarted) coalesced=\(coalesced) "
+            + "cancelled=\(cancelled) finished=\(finished) failed=\(failed) stale_commits_dropped=\(staleCommitsDropped) "
+            + "live_slots=\(liveSlots) running_actions=\(runningActions) live_generations=\(liveGenerations)"
+    }
+
+    static func + (lhs: Self, rhs: Self) -> Self {
+        var sum = lhs
+        sum.declared += rhs.declared
+        sum.unchanged += rhs.unchanged
+        sum.started += rhs.started
+        sum.restarted += rhs.restarted
+        sum.coalesced += rhs.coalesced
+        sum.cancelled += rhs.cancelled
+        sum.finished += rhs.finished
+        sum.failed += rhs.failed
+        sum.staleCommitsDropped += rhs.staleCommitsDropped
+        sum.liveSlots += rhs.liveSlots
+        sum.runningActions += rhs.runningActions
+        sum.liveGenerations += rhs.liveGenerations
+        return sum
+    }
+}
+
+/// Errors of the registry.
+///
+/// A value type; may be used on any thread.
+public enum RegistryError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// The registry has shut down (or is shutting down) and takes no declarations.
+    case shutDown
+    /// A debounce, throttle or progress delay was negative.
+    case invalidDuration(name: String, Duration)
+
+    /// A one-line explanation.
+    public var description: String {
+        switch self {
+        case .shutDown: return "the task registry has shut down"
+        case .invalidDuration(let name, let value): return "\(name) must not be negative (got \(value))"
+        }
+    }
+}

@@ -1,0 +1,72 @@
+import UVLoop
+
+/// Deadlines that all lie one fixed `delay` after the moment they were set: debounce windows
+/// and progress delays. Such deadlines arrive in order, so a FIFO replaces a heap: pushing is
+/// O(1) and allocation-free, and the whole queue needs one loop timer.
+///
+/// Re-arming a record pushes a new entry and leaves the old one in place: an entry is checked
+/// against its record when it comes due and skipped if the record has moved on (lazy deletion),
+/// which costs less than unlinking from a list on every change.
+///
+/// The timer is armed for the head's deadline only when the queue goes from idle to busy and
+/// after each firing, never on a push into a busy queue; a head that has since moved later just
+/// makes one firing find nothing due.
+///
+/// Loop thread only.
+final class DeadlineQueue<Entry> {
+    let delayNanoseconds: UInt64
+    private var entries = RingBuffer<(deadline: UInt64, entry: Entry)>()
+    private var timer: (any LoopTimer)?
+    private var armed = false
+    private var due: [Entry] = []
+
+    init(delayNanoseconds: UInt64) {
+        self.delayNanoseconds = delayNanoseconds
+    }
+
+    var count: Int { entries.count }
+
+    /// Creates the loop timer. Separate from `init` because it can fail (loop shut down).
+    func attach(to loop: any TaskLoop, onDue: @escaping (_ entries: [Entry]) -> Void) throws(LoopError) {
+        timer = try loop.makeTimer { [unowned self] in
+            self.fire(now: loop.now.nanoseconds, onDue: onDue)
+        }
+    }
+
+    /// Adds `entry`, due `delayNanoseconds` after `now`; returns that deadline.
+    @inline(__always)
+    @discardableResult
+    func push(_ entry: Entry, now: UInt64) -> UInt64 {
+        let deadline = now &+ delayNanoseconds
+        entries.append((deadline, entry))
+        if !armed {
+            armed = true
+            try? timer?.start(at: LoopInstant(nanoseconds: deadline))
+        }
+        return deadline
+    }
+
+    private func fire(now: UInt64, onDue: ([Entry]) -> Void) {
+        // Collect everything due first and act after, so that actions may push again.
+        while let head = entries.first, head.deadline <= now {
+            due.append(entries.popFirst()!.entry)
+        }
+        if let head = entries.first {
+            try? timer?.start(at: LoopInstant(nanoseconds: head.deadline))
+        } else {
+            armed = false
+        }
+        if !due.isEmpty {
+            onDue(due)
+            due.removeAll(keepingCapacity: true)
+        }
+    }
+
+    /// Drops every entry and closes the timer.
+    func close() {
+        while entries.popFirst() != nil {}
+        timer?.close()
+        timer = nil
+        armed = false
+    }
+}

@@ -1,1 +1,0 @@
-// The task registry: see TaskRegistry.swift.

@@ -1,0 +1,312 @@
+import UVLoop
+
+/// The registry's engine, independent of the key type: options, deadline queues, and the life
+/// of every run (schedule, start, cancel, end). `TaskRegistry` owns the slot table and calls in.
+///
+/// Loop thread only, without locks: every method runs on the registry's loop thread.
+final class RegistryCore: @unchecked Sendable {
+    let loop: any TaskLoop
+    let clock: LoopClock
+    var counters = RegistryCounters()
+    private(set) var isShutDown = false
+    private var optionsTable: [TaskOptions.Values: TaskOptions] = [:]
+    private var debounceQueues: [UInt64: DeadlineQueue<DebounceEntry>] = [:]
+    private var progressQueues: [UInt64: DeadlineQueue<ProgressEntry>] = [:]
+    private var throttledRecords: [ObjectIdentifier: AnyTaskRecord] = [:]
+    private var quiescedWaiters: [() -> Void] = []
+
+    init(loop: any TaskLoop) {
+        self.loop = loop
+        self.clock = loop.clock
+    }
+
+    // MARK: - Options
+
+    /// The interned options object for `values`, creating its deadline queues on first use.
+    func options(for values: TaskOptions.Values) throws(LoopError) -> TaskOptions {
+        if let options = optionsTable[values] { return options }
+        var debounceQueue: DeadlineQueue<DebounceEntry>?
+        if values.debounce > 0 {
+            debounceQueue = try deadlineQueue(in: &debounceQueues, delay: values.debounce) { [unowned self] due in
+                self.debounceDue(due)
+            }
+        }
+        var progressQueue: DeadlineQueue<ProgressEntry>?
+        if let delay = values.progressDelay {
+            progressQueue = try deadlineQueue(in: &progressQueues, delay: delay) { [unowned self] due in
+                self.progressDue(due)
+            }
+        }
+        let options = TaskOptions(values: values, debounceQueue: debounceQueue, progressQueue: progressQueue)
+        optionsTable[values] = options
+        return options
+    }
+
+    private func deadlineQueue<Entry>(
+        in table: inout [UInt64: DeadlineQueue<Entry>], delay: UInt64, onDue: @escaping ([Entry]) -> Void
+    ) throws(LoopError) -> DeadlineQueue<Entry> {
+        if let queue = table[delay] { return queue }
+        let queue = DeadlineQueue<Entry>(delayNanoseconds: delay)
+        try queue.attach(to: loop, onDue: onDue)
+        table[delay] = queue
+        return queue
+    }
+
+    // MARK: - Declarations
+
+    /// Applies one declaration to `record` (new when `isNew`): SwiftUI's rule, then the policy.
+    @inline(__always)
+    func declare(
+        _ record: AnyTaskRecord, isNew: Bool, identity: (any Hashable & Sendable)?, options: TaskOptions,
+        action: @escaping TaskAction
+    ) {
+        counters.declared &+= 1
+        if !isNew && identitiesEqual(record.identity, identity) {
+            counters.unchanged &+= 1
+            return
+        }
+        record.identity = identity
+        record.generation &+= 1
+        counters.liveGenerations &+= 1
+        if record.pendingAction != nil {
+            // The previous identity never started: debounced, throttled or waiting its turn.
+            clearPending(record)
+            counters.coalesced &+= 1
+            counters.liveGenerations &-= 1
+            emit(record, generation: record.generation &- 1, .cancelled(.supersededByPolicy))
+        }
+        record.options = options
+        record.pendingAction = action
+        if record.runIsCurrent && options.values.policy != .keepRunning {
+            cancelCurrentRun(record, reason: .identityChanged)
+        }
+        if let queue = options.debounceQueue {
+            let now = loop.now.nanoseconds
+            record.waitingForDebounce = true
+            record.debounceDeadline = now &+ queue.delayNanoseconds
+            queue.push(DebounceEntry(record: record, deadline: record.debounceDeadline), now: now)
+            emit(record, generation: record.generation, .waiting)
+            return
+        }
+        startWhenAllowed(record)
+    }
+
+    /// Starts the pending run unless throttle or the restart policy holds it back (then it
+    /// waits, and whatever releases the hold calls this again).
+    private func startWhenAllowed(_ record: AnyTaskRecord) {
+        guard record.pendingAction != nil, !record.removed else { return }
+        let values = record.options.values
+        if values.throttle > 0 && record.hasRun && throttleHolds(record, window: values.throttle) { return }
+        let mustWait: Bool
+        switch values.policy {
+        case .cancelPrevious: mustWait = false
+        case .awaitPrevious: mustWait = record.endingRuns > 0
+        case .keepRunning: mustWait = record.runIsCurrent || record.endingRuns > 0
+        }
+        if mustWait {
+            record.waitingForPrevious = true
+            emitWaitingOnce(record)
+            return
+        }
+        start(record)
+    }
+
+    private func throttleHolds(_ record: AnyTaskRecord, window: UInt64) -> Bool {
+        let state = record.throttle ?? ThrottleState()
+        record.throttle = state
+        let readyAt = state.lastStart &+ window
+        guard loop.now.nanoseconds < readyAt else { return false }
+        if !record.waitingForThrottle {
+            record.waitingForThrottle = true
+            if state.timer == nil {
+                state.timer = try? loop.makeTimer { [unowned self, unowned record] in
+                    record.waitingForThrottle = false
+                    self.startWhenAllowed(record)
+                }
+                throttledRecords[ObjectIdentifier(record)] = record
+            }
+            try? state.timer?.start(at: LoopInstant(nanoseconds: readyAt))
+            emitWaitingOnce(record)
+        }
+        return true
+    }
+
+    private func start(_ record: AnyTaskRecord) {
+        guard let action = record.pendingAction else { return }
+        clearPending(record)
+        let generation = record.generation
+        counters.started &+= 1
+        if record.hasRun { counters.restarted &+= 1 }
+        record.hasRun = true
+        record.runGeneration = generation
+        record.runIsCurrent = true
+        counters.runningActions &+= 1
+        if let throttle = record.throttle { throttle.lastStart = loop.now.nanoseconds }
+        emit(record, generation: generation, .running)
+        let context = TaskContext(run: record, generation: generation, id: record.identity, clock: clock)
+        record.runningTask = Task(executorPreference: loop, priority: record.options.priority) {
+            var failure: (any Error)?
+            do { try await action(context) } catch { failure = error }
+            // Back on the loop: the task prefers the loop's executor.
+            self.runEnded(record, generation: generation, failure: failure)
+        }
+        if let queue = record.options.progressQueue {
+            queue.push(ProgressEntry(record: record, generation: generation), now: loop.now.nanoseconds)
+        }
+    }
+
+    private func clearPending(_ record: AnyTaskRecord) {
+        record.pendingAction = nil
+        record.waitingForDebounce = false
+        record.waitingForPrevious = false
+        record.waitingForThrottle = false
+        record.throttle?.timer?.stop()
+    }
+
+    // MARK: - Ends
+
+    /// Cancels the current run (its Swift task is cancelled and ends later, cooperatively).
+    func cancelCurrentRun(_ record: AnyTaskRecord, reason: CancellationReason) {
+        guard record.runIsCurrent else { return }
+        record.runIsCurrent = false
+        record.endingRuns &+= 1
+        record.runningTask?.cancel()
+        record.runningTask = nil
+        record.showsProgress = false
+        counters.cancelled &+= 1
+        counters.liveGenerations &-= 1
+        emit(record, generation: record.runGeneration, .cancelled(reason))
+    }
+
+    /// A run's Swift task has ended (on the loop thread).
+    private func runEnded(_ record: AnyTaskRecord, generation: UInt64, failure: (any Error)?) {
+        counters.runningActions &-= 1
+        if record.runIsCurrent && record.runGeneration == generation {
+            record.runIsCurrent = false
+            record.runningTask = nil
+            record.showsProgress = false
+            counters.liveGenerations &-= 1
+            switch failure {
+            case nil:
+                counters.finished &+= 1
+                emit(record, generation: generation, .finished)
+            case is CancellationError:
+                counters.cancelled &+= 1
+                emit(record, generation: generation, .cancelled(isShutDown ? .registryShutDown : .actionCancelled))
+            case let error?:
+                counters.failed &+= 1
+                emit(record, generation: generation, .failed(error))
+            }
+        } else {
+            // A cancelled run: its phase was settled when it was cancelled, whatever it threw.
+            record.endingRuns &-= 1
+        }
+        if record.waitingForPrevious {
+            record.waitingForPrevious = false
+            startWhenAllowed(record)
+        }
+        if isShutDown && counters.runningActions == 0 { quiesced() }
+    }
+
+    /// The slot of `record` is gone: cancel its waiting and running generations.
+    func remove(_ record: AnyTaskRecord, reason: CancellationReason) {
+        record.removed = true
+        if record.pendingAction != nil {
+            clearPending(record)
+            counters.cancelled &+= 1
+            counters.liveGenerations &-= 1
+            emit(record, generation: record.generation, .cancelled(reason))
+        }
+        cancelCurrentRun(record, reason: reason)
+        if let timer = record.throttle?.timer {
+            timer.close()
+            record.throttle?.timer = nil
+            throttledRecords[ObjectIdentifier(record)] = nil
+        }
+    }
+
+    // MARK: - Deadlines
+
+    private func debounceDue(_ due: [DebounceEntry]) {
+        for entry in due {
+            let record = entry.record
+            guard record.waitingForDebounce, record.debounceDeadline == entry.deadline, !record.removed else {
+                continue  // re-armed, started or removed since this entry was pushed
+            }
+            record.waitingForDebounce = false
+            startWhenAllowed(record)
+        }
+    }
+
+    private func progressDue(_ due: [ProgressEntry]) {
+        for entry in due {
+            let record = entry.record
+            guard record.isCurrentRun(entry.generation), !record.showsProgress else { continue }
+            record.showsProgress = true
+            emit(record, generation: entry.generation, .running)
+        }
+    }
+
+    // MARK: - Phases
+
+    @inline(__always)
+    func emit(_ record: AnyTaskRecord, generation: UInt64, _ phase: TaskPhase) {
+        if generation == record.generation { record.phase = phase }
+        if record.hasObservers { record.publish(generation: generation, phase: phase) }
+    }
+
+    private func emitWaitingOnce(_ record: AnyTaskRecord) {
+        if case .waiting = record.phase { return }
+        emit(record, generation: record.generation, .waiting)
+    }
+
+    // MARK: - Shutdown
+
+    /// Stops taking declarations and closes every timer. The caller removes every record.
+    func beginShutdown() {
+        isShutDown = true
+    }
+
+    /// Closes the deadline queues and throttle timers (after every record was removed).
+    func closeTimers() {
+        for queue in debounceQueues.values { queue.close() }
+        for queue in progressQueues.values { queue.close() }
+        debounceQueues = [:]
+        progressQueues = [:]
+        optionsTable = [:]
+        for record in throttledRecords.values {
+            record.throttle?.timer?.close()
+            record.throttle?.timer = nil
+        }
+        throttledRecords = [:]
+    }
+
+    /// Calls `body` once no action is running (at once if none is).
+    func whenQuiesced(_ body: @escaping () -> Void) {
+        if counters.runningActions == 0 { body() } else { quiescedWaiters.append(body) }
+    }
+
+    private func quiesced() {
+        let waiters = quiescedWaiters
+        quiescedWaiters = []
+        for waiter in waiters { waiter() }
+    }
+
+    /// Timers the registry holds open (deadline queues and throttle timers), for tests.
+    var openTimerCount: Int { debounceQueues.count + progressQueues.count + throttledRecords.count }
+}
+
+/// Compares two identities of unknown types: equal when of the same type and `==`.
+@inline(__always)
+func identitiesEqual(_ lhs: (any Hashable & Sendable)?, _ rhs: (any Hashable & Sendable)?) -> Bool {
+    switch (lhs, rhs) {
+    case (nil, nil): return true
+    case (let lhs?, let rhs?): return isEqual(lhs, rhs)
+    default: return false
+    }
+}
+
+private func isEqual<Value: Hashable>(_ lhs: Value, _ rhs: any Hashable & Sendable) -> Bool {
+    guard let rhs = rhs as? Value else { return false }
+    return lhs == rhs
+}

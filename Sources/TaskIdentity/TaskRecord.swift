@@ -1,0 +1,119 @@
+import UVLoop
+
+/// The action of a task: runs on the registry's loop, as one Swift task per run.
+public typealias TaskAction = @Sendable (TaskContext) async throws -> Void
+
+/// Declaration options, interned per registry so that a record holds one reference to them,
+/// and so that the debounce and progress queues are looked up once per distinct options, not
+/// once per change.
+final class TaskOptions: @unchecked Sendable {
+    struct Values: Hashable {
+        var priority: UInt8
+        var policy: RestartPolicy
+        var debounce: UInt64
+        var throttle: UInt64
+        var progressDelay: UInt64?
+    }
+
+    let values: Values
+    let priority: TaskPriority
+    /// The debounce queue for `values.debounce`, if it is not zero.
+    let debounceQueue: DeadlineQueue<DebounceEntry>?
+    /// The progress queue for `values.progressDelay`, if any.
+    let progressQueue: DeadlineQueue<ProgressEntry>?
+
+    init(
+        values: Values, debounceQueue: DeadlineQueue<DebounceEntry>?, progressQueue: DeadlineQueue<ProgressEntry>?
+    ) {
+        self.values = values
+        self.priority = TaskPriority(rawValue: values.priority)
+        self.debounceQueue = debounceQueue
+        self.progressQueue = progressQueue
+    }
+}
+
+/// A debounce window's entry: valid only while the record still waits for that deadline.
+struct DebounceEntry {
+    let record: AnyTaskRecord
+    let deadline: UInt64
+}
+
+/// A progress delay's entry: valid only while that generation is still the running one.
+struct ProgressEntry {
+    let record: AnyTaskRecord
+    let generation: UInt64
+}
+
+/// One task of one slot: its identity, its generations, its pending and running runs.
+///
+/// Loop thread only. Records are referenced by the slot table, by their running Swift tasks
+/// and by deadline-queue entries, so a removed record lives until none of them needs it.
+class AnyTaskRecord: RunOwner, @unchecked Sendable {
+    let name: TaskName
+    unowned(unsafe) let core: RegistryCore
+    var nextInSlot: AnyTaskRecord?
+
+    var identity: (any Hashable & Sendable)?
+    var generation: UInt64 = 0
+    var options: TaskOptions
+
+    /// The action of the latest generation while it has not started.
+    var pendingAction: TaskAction?
+    var debounceDeadline: UInt64 = 0
+    var waitingForDebounce = false
+    var waitingForPrevious = false
+    var waitingForThrottle = false
+
+    /// The current run's task, while it is current.
+    var runningTask: Task<Void, Never>?
+    var runGeneration: UInt64 = 0
+    var runIsCurrent = false
+    var hasRun = false
+    /// Cancelled runs whose Swift tasks have not ended yet.
+    var endingRuns: Int32 = 0
+
+    var phase: TaskPhase = .idle
+    var showsProgress = false
+    var removed = false
+    var hasObservers = false
+    var throttle: ThrottleState?
+
+    init(name: TaskName, core: RegistryCore, options: TaskOptions) {
+        self.name = name
+        self.core = core
+        self.options = options
+    }
+
+    var loop: any TaskLoop { core.loop }
+
+    func isCurrentRun(_ generation: UInt64) -> Bool {
+        runIsCurrent && runGeneration == generation && !removed
+    }
+
+    func noteStaleCommit() { core.counters.staleCommitsDropped &+= 1 }
+
+    /// Sends a phase update to observers; overridden by the keyed record that knows its key.
+    func publish(generation: UInt64, phase: TaskPhase) {}
+}
+
+/// A record that knows its slot's key, for observers.
+final class TaskRecord<Key: Hashable & Sendable>: AnyTaskRecord, @unchecked Sendable {
+    let key: Key
+    unowned(unsafe) let registry: TaskRegistry<Key>
+
+    init(key: Key, name: TaskName, registry: TaskRegistry<Key>, options: TaskOptions) {
+        self.key = key
+        self.registry = registry
+        super.init(name: name, core: registry.core, options: options)
+    }
+
+    override func publish(generation: UInt64, phase: TaskPhase) {
+        registry.publish(self, generation: generation, phase: phase)
+    }
+}
+
+/// Throttle bookkeeping, allocated only for throttled tasks.
+final class ThrottleState {
+    var lastStart: UInt64 = 0
+    var timer: (any LoopTimer)?
+}

@@ -1,0 +1,427 @@
+import UVLoop
+
+/// A keyed task registry: SwiftUI's `.task(id:)` lifecycle for servers, tools and libraries.
+///
+/// A **slot** (a key) is the analogue of a view; it hosts one task per `TaskName`, each declared
+/// the way a view declares `.task`:
+///
+/// ```swift
+/// let registry = TaskRegistry<SessionID>(loop: loop)
+/// try registry.task(session, id: query, debounce: .milliseconds(250)) { context in
+///     let results = try await search(query)
+///     context.commit { show(results) }    // only if this run is still the current one
+/// }
+/// try registry.remove(session)          // the view disappeared: cancel everything it owns
+/// ```
+///
+/// | declaration | effect |
+/// | --- | --- |
+/// | first for a task of a slot | start it (after the debounce, if any) |
+/// | id equal (`==`) to the current one | nothing; the running action goes on |
+/// | a different id | cancel the running action, start the new one (see `RestartPolicy`) |
+/// | no id | once per slot lifetime; again only after `remove` and a new declaration |
+///
+/// Threading: the registry's state lives on its loop's thread, without locks. Calls made on
+/// that thread act at once. Calls from other threads (`task`, `remove`) are posted: queued
+/// under a lock and applied in order, with one loop wake-up per batch of calls; `flush()`
+/// awaits them. Each member says which threads may call it.
+public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
+    let core: RegistryCore
+    private var slots: [Key: TaskRecord<Key>] = [:]
+    private let posted = Locked(PostedOperations())
+    private var postedBuffer: [() -> Void] = []
+    private var observers: [ObserverKey: [UInt64: AsyncStream<TaskPhaseUpdate>.Continuation]] = [:]
+    private var nextObserverID: UInt64 = 0
+
+    private struct PostedOperations {
+        var operations: [() -> Void] = []
+        var scheduled = false
+        var closed = false
+    }
+
+    private struct ObserverKey: Hashable {
+        let key: Key
+        let name: TaskName
+    }
+
+    /// The loop whose thread owns the registry and runs its actions.
+    public var loop: any TaskLoop { core.loop }
+
+    /// Creates an empty registry on `loop` (a started `UVLoop`, or a `TestLoop`).
+    ///
+    /// May be called from any thread.
+    public init(loop: any TaskLoop) {
+        core = RegistryCore(loop: loop)
+    }
+
+    // MARK: - Declaring
+
+    /// Declares the task `name` of slot `key` with identity `id` (one value or several:
+    /// `id: baseURL, path`), like `.task(id:priority:_:)`; with no `id`, like `.task {}`.
+    ///
+    /// - Parameters:
+    ///   - key: the slot.
+    ///   - name: which of the slot's tasks (default `.main`).
+    ///   - id: the identity; an equal identity leaves the running action alone, a different one
+    ///     restarts it. Omitted: the task runs once per slot lifetime.
+    ///   - priority: the Swift task priority of the action; the loop runs higher ones first.
+    ///   - debounce: start only once no new identity has arrived for this long; each change
+    ///     inside the window re-arms it, and no Swift task exists until the action starts.
+    ///   - throttle: start at most once per window; identities arriving inside it wait, and the
+    ///     latest starts when the window closes.
+    ///   - policy: what a new identity does to a run still in progress.
+    ///   - progressDelay: turn the run's progress signal on only if it is still running after
+    ///     this long, so fast runs never flash a spinner.
+    ///   - action: the work; it receives a `TaskContext` and runs on the loop as a Swift task.
+    /// - Throws: `RegistryError.shutDown` after shutdown; `RegistryError.invalidDuration` for a
+    ///   negative duration.
+    /// - Note: May be called from any thread; on the loop thread it acts at once.
+    public func task<each ID: Hashable & Sendable>(
+        _ key: Key,
+        name: TaskName = .main,
+        id: repeat each ID,
+        priority: TaskPriority = .userInitiated,
+        debounce: Duration = .zero,
+        throttle: Duration = .zero,
+        policy: RestartPolicy = .cancelPrevious,
+        progressDelay: Duration? = nil,
+        _ action: @escaping TaskAction
+    ) throws(RegistryError) {
+        let values = try TaskOptions.Values(
+            priority: priority, policy: policy, debounce: debounce, throttle: throttle, progressDelay: progressDelay)
+        try declare(key, name: name, identity: makeIdentity(repeat each id), values: values, action: action)
+    }
+
+    @inline(__always)
+    private func declare(
+        _ key: Key, name: TaskName, identity: (any Hashable & Sendable)?, values: TaskOptions.Values,
+        action: @escaping TaskAction
+    ) throws(RegistryError) {
+        if loop.inLoop {
+            guard !core.isShutDown else { throw .shutDown }
+            apply(key, name: name, identity: identity, values: values, action: action)
+        } else {
+            try post { [self] in
+                // Shutdown applies what was posted before it, so this always finds it running.
+                self.apply(key, name: name, identity: identity, values: values, action: action)
+            }
+        }
+    }
+
+    private func apply(
+        _ key: Key, name: TaskName, identity: (any Hashable & Sendable)?, values: TaskOptions.Values,
+        action: @escaping TaskAction
+    ) {
+        let existing = record(key, name)
+        let options: TaskOptions
+        if let existing, existing.options.values == values {
+            options = existing.options
+        } else {
+            do {
+                options = try core.options(for: values)
+            } catch {
+                // Only a loop that is shutting down refuses a timer; the registry goes with it.
+                return
+            }
+        }
+        if let existing {
+            core.declare(existing, isNew: false, identity: identity, options: options, action: action)
+            return
+        }
+        let record = TaskRecord(key: key, name: name, registry: self, options: options)
+        if let first = slots[key] {
+            var last: AnyTaskRecord = first
+            while let next = last.nextInSlot { last = next }
+            last.nextInSlot = record
+        } else {
+            slots[key] = record
+            core.counters.liveSlots &+= 1
+        }
+        if !observers.isEmpty { record.hasObservers = observers[ObserverKey(key: key, name: name)] != nil }
+        core.declare(record, isNew: true, identity: identity, options: options, action: action)
+    }
+
+    @inline(__always)
+    private func record(_ key: Key, _ name: TaskName) -> TaskRecord<Key>? {
+        guard let first = slots[key] else { return nil }
+        if first.name == name { return first }
+        var next = first.nextInSlot
+        while let candidate = next {
+            if candidate.name == name { return candidate as? TaskRecord<Key> }
+            next = candidate.nextInSlot
+        }
+        return nil
+    }
+
+    /// Removes slot `key`, cancelling every task it hosts (phase `cancelled(.removed)`), like a
+    /// view disappearing. Removing an unknown key does nothing.
+    ///
+    /// - Throws: `RegistryError.shutDown` after shutdown.
+    /// - Note: May be called from any thread; on the loop thread it acts at once.
+    public func remove(_ key: Key) throws(RegistryError) {
+        if loop.inLoop {
+            guard !core.isShutDown else { throw .shutDown }
+            applyRemove(key, reason: .removed)
+        } else {
+            try post { [self] in self.applyRemove(key, reason: .removed) }
+        }
+    }
+
+    private func applyRemove(_ key: Key, reason: CancellationReason) {
+        guard let first = slots.removeValue(forKey: key) else { return }
+        core.counters.liveSlots &-= 1
+        var next: AnyTaskRecord? = first
+        while let record = next {
+            core.remove(record, reason: reason)
+            next = record.nextInSlot
+        }
+    }
+
+    // MARK: - Posting from other threads
+
+    private func post(_ operation: @escaping () -> Void) throws(RegistryError) {
+        let mustSchedule = try posted.withLock { (state) throws(RegistryError) -> Bool in
+            guard !state.closed else { throw RegistryError.shutDown }
+            state.operations.append(operation)
+            if state.scheduled { return false }
+            state.scheduled = true
+            return true
+        }
+        guard mustSchedule else { return }
+        do {
+            try loop.execute { [self] in self.runPosted() }
+        } catch {
+            posted.withLock { state in
+                state.closed = true
+                state.operations = []
+            }
+            throw .shutDown
+        }
+    }
+
+    /// Applies every posted operation, in order. Loop thread only.
+    private func runPosted() {
+        posted.withLock { state in
+            swap(&state.operations, &postedBuffer)
+            state.scheduled = false
+        }
+        for operation in postedBuffer { operation() }
+        postedBuffer.removeAll(keepingCapacity: true)
+    }
+
+    /// Returns once every `task`/`remove` posted from other threads before this call has been
+    /// applied.
+    ///
+    /// - Note: May be called from any task.
+    public func flush() async {
+        if loop.inLoop {
+            runPosted()
+            return
+        }
+        await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
+            do {
+                try post { continuation.resume() }
+            } catch {
+                continuation.resume()  // shut down: nothing is pending any more
+            }
+        }
+    }
+
+    // MARK: - Observing
+
+    /// The phase of the task `name` of slot `key`, or `nil` if no such task is declared.
+    ///
+    /// - Note: Loop thread only.
+    public func phase(of key: Key, name: TaskName = .main) -> TaskPhase? {
+        loop.preconditionInLoop()
+        return record(key, name)?.phase
+    }
+
+    /// Whether the delayed progress signal of the task is on.
+    ///
+    /// - Note: Loop thread only.
+    public func showsProgress(of key: Key, name: TaskName = .main) -> Bool {
+        loop.preconditionInLoop()
+        return record(key, name)?.showsProgress ?? false
+    }
+
+    /// The current generation of the task (how many identities it has had in this slot's
+    /// lifetime), or `nil` if no such task is declared.
+    ///
+    /// - Note: Loop thread only.
+    public func generation(of key: Key, name: TaskName = .main) -> UInt64? {
+        loop.preconditionInLoop()
+        return record(key, name)?.generation
+    }
+
+    /// Whether slot `key` exists. Loop thread only.
+    public func contains(_ key: Key) -> Bool {
+        loop.preconditionInLoop()
+        return slots[key] != nil
+    }
+
+    /// The counters. Loop thread only; `countersSnapshot()` from elsewhere.
+    public var counters: RegistryCounters {
+        loop.preconditionInLoop()
+        return core.counters
+    }
+
+    /// The counters, read on the loop thread.
+    ///
+    /// - Note: May be called from any task.
+    public func countersSnapshot() async throws -> RegistryCounters {
+        try await loop.submit { [self] in self.core.counters }
+    }
+
+    /// Timers the registry holds open (one per distinct debounce and progress delay, one per
+    /// throttled task). 0 after shutdown. Loop thread only.
+    public var openTimerCount: Int {
+        loop.preconditionInLoop()
+        return core.openTimerCount
+    }
+
+    /// The phases of the task `name` of slot `key`, starting with its phase now (`idle` if it is
+    /// not declared), across removals and re-declarations, until the registry shuts down.
+    ///
+    /// - Note: May be called from any thread; the stream may be consumed anywhere.
+    public func phaseUpdates(of key: Key, name: TaskName = .main) -> AsyncStream<TaskPhaseUpdate> {
+        let (stream, continuation) = AsyncStream.makeStream(of: TaskPhaseUpdate.self)
+        let register = { [self] in self.addObserver(continuation, key: key, name: name) }
+        if loop.inLoop {
+            register()
+        } else {
+            do { try post(register) } catch { continuation.finish() }
+        }
+        return stream
+    }
+
+    private func addObserver(_ continuation: AsyncStream<TaskPhaseUpdate>.Continuation, key: Key, name: TaskName) {
+        guard !core.isShutDown else {
+            continuation.finish()
+            return
+        }
+        let observerKey = ObserverKey(key: key, name: name)
+        let id = nextObserverID
+        nextObserverID += 1
+        observers[observerKey, default: [:]][id] = continuation
+        let current = record(key, name)
+        current?.hasObservers = true
+        continuation.yield(
+            TaskPhaseUpdate(
+                generation: current?.generation ?? 0, phase: current?.phase ?? .idle,
+                showsProgress: current?.showsProgress ?? false))
+        continuation.onTermination = { [weak self] _ in
+            guard let self else { return }
+            let unregister = { self.removeObserver(observerKey, id: id) }
+            if self.loop.inLoop { unregister() } else { try? self.post(unregister) }
+        }
+    }
+
+    private func removeObserver(_ observerKey: ObserverKey, id: UInt64) {
+        observers[observerKey]?[id] = nil
+        if observers[observerKey]?.isEmpty == true {
+            observers[observerKey] = nil
+            record(observerKey.key, observerKey.name)?.hasObservers = false
+        }
+    }
+
+    /// Sends one update to the observers of `record`. Loop thread only.
+    func publish(_ record: TaskRecord<Key>, generation: UInt64, phase: TaskPhase) {
+        guard let list = observers[ObserverKey(key: record.key, name: record.name)] else {
+            record.hasObservers = false
+            return
+        }
+        let update = TaskPhaseUpdate(generation: generation, phase: phase, showsProgress: record.showsProgress)
+        for continuation in list.values { continuation.yield(update) }
+    }
+
+    // MARK: - Shutdown
+
+    /// Starts shutting down: applies what was posted, cancels every waiting and running
+    /// generation (phase `cancelled(.registryShutDown)`), closes every timer, and ends the
+    /// phase streams once the last action has ended. Later declarations throw
+    /// `RegistryError.shutDown`. Idempotent.
+    ///
+    /// - Note: May be called from any thread; `shutdown()` also waits for the actions to end.
+    public func startShutdown() {
+        if loop.inLoop {
+            applyShutdown()
+        } else {
+            try? loop.execute { [self] in self.applyShutdown() }
+        }
+    }
+
+    /// Shuts down (see `startShutdown()`) and returns once every action has ended.
+    ///
+    /// - Note: May be called from any task. With a `TestLoop`, call `startShutdown()` and run
+    ///   the loop instead: nothing runs on a test loop while a test awaits.
+    public func shutdown() async {
+        await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
+            let work: @Sendable () -> Void = { [self] in
+                self.applyShutdown()
+                self.core.whenQuiesced { continuation.resume() }
+            }
+            if loop.inLoop {
+                work()
+            } else {
+                do { try loop.execute(work) } catch { continuation.resume() }
+            }
+        }
+    }
+
+    /// Whether shutdown has begun. Loop thread only.
+    public var isShutDown: Bool {
+        loop.preconditionInLoop()
+        return core.isShutDown
+    }
+
+    private func applyShutdown() {
+        guard !core.isShutDown else { return }
+        posted.withLock { $0.closed = true }
+        runPosted()
+        core.beginShutdown()
+        for key in Array(slots.keys) { applyRemove(key, reason: .registryShutDown) }
+        core.closeTimers()
+        core.whenQuiesced { [self] in
+            for list in self.observers.values { for continuation in list.values { continuation.finish() } }
+            self.observers = [:]
+        }
+    }
+}
+
+extension TaskOptions.Values {
+    init(
+        priority: TaskPriority, policy: RestartPolicy, debounce: Duration, throttle: Duration,
+        progressDelay: Duration?
+    ) throws(RegistryError) {
+        func nanoseconds(_ name: String, _ value: Duration) throws(RegistryError) -> UInt64 {
+            guard value >= .zero else { throw RegistryError.invalidDuration(name: name, value) }
+            return UInt64(value.clampedNanoseconds)
+        }
+        self.init(
+            priority: priority.rawValue,
+            policy: policy,
+            debounce: try nanoseconds("debounce", debounce),
+            throttle: try nanoseconds("throttle", throttle),
+            progressDelay: try progressDelay.map { (value) throws(RegistryError) in
+                try nanoseconds("progressDelay", value)
+            })
+    }
+}
+
+/// The stored identity of a declaration: `nil` for none, the value itself for one, a
+/// `CompoundIdentity` for several.
+@inline(__always)
+func makeIdentity<each ID: Hashable & Sendable>(_ id: repeat each ID) -> (any Hashable & Sendable)? {
+    var count = 0
+    var first: (any Hashable & Sendable)?
+    for value in repeat each id {
+        if count == 0 { first = value }
+        count += 1
+    }
+    switch count {
+    case 0: return nil
+    case 1: return first
+    default: return CompoundIdentity(repeat each id)
+    }
+}

@@ -1,0 +1,68 @@
+import Testing
+import UVLoop
+
+@testable import TaskIdentity
+
+/// State touched only on the test loop's thread (the test's own steps and the loop's jobs).
+final class Confined<Value>: @unchecked Sendable {
+    var value: Value
+    init(_ value: Value) { self.value = value }
+}
+
+/// An ordered log of what actions and commits did, for asserting exact sequences.
+final class EventLog: @unchecked Sendable {
+    private(set) var events: [String] = []
+    func add(_ event: String) { events.append(event) }
+    func take() -> [String] {
+        defer { events = [] }
+        return events
+    }
+}
+
+/// Records a task's phase updates as they arrive, on the test loop.
+final class PhaseRecorder: @unchecked Sendable {
+    private(set) var updates: [TaskPhaseUpdate] = []
+    private var consumer: Task<Void, Never>?
+
+    init<Key>(_ registry: TaskRegistry<Key>, _ key: Key, name: TaskName = .main) {
+        let stream = registry.phaseUpdates(of: key, name: name)
+        consumer = Task(executorPreference: registry.loop) { [unowned self] in
+            for await update in stream { self.updates.append(update) }
+        }
+    }
+
+    /// The phases as short strings, `g2 running`, skipping the initial snapshot.
+    var phases: [String] { updates.dropFirst().map(\.description) }
+
+    func take() -> [String] {
+        defer { updates = Array(updates.prefix(1)) }
+        return phases
+    }
+}
+
+extension TestLoop {
+    /// Advances in whole milliseconds (readability in scenarios).
+    func advance(ms: Int) { advance(by: .milliseconds(ms)) }
+}
+
+/// A registry on a fresh test loop; `finish` shuts it down and checks nothing is left.
+struct RegistryHarness<Key: Hashable & Sendable> {
+    let loop = TestLoop()
+    let registry: TaskRegistry<Key>
+    let log = EventLog()
+
+    init() { registry = TaskRegistry<Key>(loop: loop) }
+
+    func finish(sourceLocation: SourceLocation = #_sourceLocation) {
+        registry.startShutdown()
+        loop.run()
+        let counters = registry.counters
+        #expect(counters.runningActions == 0, sourceLocation: sourceLocation)
+        #expect(counters.liveSlots == 0, sourceLocation: sourceLocation)
+        #expect(counters.liveGenerations == 0, sourceLocation: sourceLocation)
+        #expect(registry.openTimerCount == 0, sourceLocation: sourceLocation)
+        loop.shutdown()
+        #expect(loop.openTimerCount == 0, sourceLocation: sourceLocation)
+        #expect(loop.queuedWorkCount == 0, sourceLocation: sourceLocation)
+    }
+}
