@@ -67,6 +67,7 @@ final class RegistryCore: @unchecked Sendable {
         }
         record.identity = identity
         record.generation &+= 1
+        record.phase = .idle  // the new generation's phase is set below, before this returns
         counters.liveGenerations &+= 1
         if record.pendingAction != nil {
             // The previous identity never started: debounced, throttled or waiting its turn.

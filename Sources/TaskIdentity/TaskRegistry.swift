@@ -73,6 +73,8 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
     ///   - progressDelay: turn the run's progress signal on only if it is still running after
     ///     this long, so fast runs never flash a spinner.
     ///   - action: the work; it receives a `TaskContext` and runs on the loop as a Swift task.
+    ///     Usually a trailing closure; passed by name it needs its `action:` label, since the
+    ///     `id:` values before it are variadic.
     /// - Throws: `RegistryError.shutDown` after shutdown; `RegistryError.invalidDuration` for a
     ///   negative duration.
     /// - Note: May be called from any thread; on the loop thread it acts at once.
@@ -85,7 +87,7 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
         throttle: Duration = .zero,
         policy: RestartPolicy = .cancelPrevious,
         progressDelay: Duration? = nil,
-        _ action: @escaping TaskAction
+        action: @escaping TaskAction
     ) throws(RegistryError) {
         let values = try TaskOptions.Values(
             priority: priority, policy: policy, debounce: debounce, throttle: throttle, progressDelay: progressDelay)
