@@ -26,7 +26,7 @@ import Musl
 /// `run`/`advance`, or any thread while nobody is running the loop, so test code may create
 /// timers and call loop-thread APIs directly between steps. Jobs and `execute` closures may be
 /// enqueued from any thread; they run at the next `run`/`advance`.
-public final class TestLoop: TaskLoop, @unchecked Sendable, CustomStringConvertible {
+public final class TestLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomStringConvertible {
     private struct Queue {
         var work = PriorityWorkQueue()
         var shutDown = false
@@ -36,6 +36,7 @@ public final class TestLoop: TaskLoop, @unchecked Sendable, CustomStringConverti
     private let queue = Locked(Queue())
     private let virtualNanoseconds: Atomic<UInt64>
     private let runnerThread = Atomic<UInt>(0)
+    private var serialExecutor: LoopSerialExecutor<TestLoop>!
 
     // Loop-thread state.
     private var timers = TestTimerHeap()
@@ -49,6 +50,7 @@ public final class TestLoop: TaskLoop, @unchecked Sendable, CustomStringConverti
     /// May be called from any thread.
     public init(startingAt start: LoopInstant = LoopInstant(nanoseconds: 0)) {
         virtualNanoseconds = Atomic(start.nanoseconds)
+        serialExecutor = LoopSerialExecutor(loop: self)
     }
 
     /// `TestLoop(now: …)`.
@@ -166,7 +168,11 @@ public final class TestLoop: TaskLoop, @unchecked Sendable, CustomStringConverti
     /// - Note: Called by the runtime from any thread.
     public func enqueue(_ job: consuming ExecutorJob) {
         let priority = job.priority.rawValue
-        let work = LoopWork.job(UnownedJob(job))
+        enqueue(.taskJob(UnownedJob(job)), priority: priority)
+    }
+
+    /// Queues a job or closure from any thread (see `enqueue(_:)`).
+    func enqueue(_ work: LoopWork, priority: UInt8) {
         let runInline = queue.withLock { state -> Bool in
             state.work.append(work, priority: priority)
             guard state.shutDown, !state.trampolineRunning else { return false }
@@ -185,7 +191,7 @@ public final class TestLoop: TaskLoop, @unchecked Sendable, CustomStringConverti
     }
 
     /// The loop as a serial executor. May be called from any thread.
-    public func asUnownedSerialExecutor() -> UnownedSerialExecutor { UnownedSerialExecutor(ordinary: self) }
+    public func asUnownedSerialExecutor() -> UnownedSerialExecutor { serialExecutor.asUnownedSerialExecutor() }
 
     /// The loop as a task executor. May be called from any thread.
     public func asUnownedTaskExecutor() -> UnownedTaskExecutor { UnownedTaskExecutor(ordinary: self) }
@@ -217,8 +223,10 @@ public final class TestLoop: TaskLoop, @unchecked Sendable, CustomStringConverti
 
     private func run(_ work: LoopWork) {
         switch work {
-        case .job(let job):
-            job.runSynchronously(isolatedTo: asUnownedSerialExecutor(), taskExecutor: asUnownedTaskExecutor())
+        case .serialJob(let job):
+            job.runSynchronously(on: asUnownedSerialExecutor())
+        case .taskJob(let job):
+            job.runSynchronously(on: asUnownedTaskExecutor())
         case .closure(let closure):
             closure()
         }

@@ -32,7 +32,7 @@ import Musl
 /// run on the enqueuing thread, one at a time, so no task is left hanging.
 ///
 /// Thread safety: the class is `Sendable`; each member says which thread may call it.
-public final class UVLoop: TaskLoop, @unchecked Sendable, CustomStringConvertible {
+public final class UVLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomStringConvertible {
     /// The loop's name, used in messages.
     public let name: String
 
@@ -54,6 +54,7 @@ public final class UVLoop: TaskLoop, @unchecked Sendable, CustomStringConvertibl
     private let loopCloseStatus = Atomic<Int32>(Int32.min)
     private let stopped = OneShotSignal()
     private let started = OneShotSignal()
+    private var serialExecutor: LoopSerialExecutor<UVLoop>!
 
     // Loop-thread state. The starting thread initialises it before the loop thread exists.
     let uvLoop: UnsafeMutablePointer<uv_loop_t>
@@ -65,6 +66,8 @@ public final class UVLoop: TaskLoop, @unchecked Sendable, CustomStringConvertibl
     private var pollingCrossThread = false
     private var drainBuffer: [(work: LoopWork, priority: UInt8)] = []
     private var acceptsNewWork = true
+    /// True while a timer callback runs (libuv's timer phase). Loop thread only.
+    var inTimerPhase = false
     let sleepers = SleepTracker()
 
     /// The most jobs one turn runs before letting libuv poll for I/O and timers, so that a task
@@ -80,6 +83,7 @@ public final class UVLoop: TaskLoop, @unchecked Sendable, CustomStringConvertibl
         uvLoop = .allocate(capacity: 1)
         wakeup = .allocate(capacity: 1)
         idle = .allocate(capacity: 1)
+        serialExecutor = LoopSerialExecutor(loop: self)
     }
 
     deinit {
@@ -287,13 +291,19 @@ public final class UVLoop: TaskLoop, @unchecked Sendable, CustomStringConvertibl
 
     // MARK: - Executor
 
-    /// Takes a job from the Swift runtime and runs it on the loop thread; the job is stored as
-    /// is, with no closure allocated around it.
+    /// Takes a job of a task that prefers this loop and runs it on the loop thread; the job is
+    /// stored as is, with no closure allocated around it. (Jobs of actors pinned to the loop
+    /// arrive through `asUnownedSerialExecutor()`'s face instead.)
     ///
     /// - Note: Called by the runtime from any thread.
     public func enqueue(_ job: consuming ExecutorJob) {
         let priority = job.priority.rawValue
-        let work = LoopWork.job(UnownedJob(job))
+        enqueue(.taskJob(UnownedJob(job)), priority: priority)
+    }
+
+    /// Queues a job or closure from any thread: the local queue on the loop thread, the
+    /// cross-thread queue elsewhere, or (after shutdown) the calling thread.
+    func enqueue(_ work: LoopWork, priority: UInt8) {
         if inLoop {
             enqueueLocal(work, priority: priority)
             return
@@ -315,14 +325,18 @@ public final class UVLoop: TaskLoop, @unchecked Sendable, CustomStringConvertibl
         if mustRunInline { runShutDownTrampoline() }
     }
 
-    /// The loop as a serial executor, for actors that pin themselves to it.
+    /// The loop as a serial executor, for actors that pin themselves to it:
+    /// `nonisolated var unownedExecutor: UnownedSerialExecutor { loop.asUnownedSerialExecutor() }`.
+    /// Use this rather than `UnownedSerialExecutor(ordinary: loop)`, which would hand actor
+    /// jobs to the task-executor face.
     ///
     /// May be called from any thread.
     public func asUnownedSerialExecutor() -> UnownedSerialExecutor {
-        UnownedSerialExecutor(ordinary: self)
+        serialExecutor.asUnownedSerialExecutor()
     }
 
-    /// The loop as a task executor, for `Task(executorPreference:)`.
+    /// The loop as a task executor, for `Task(executorPreference: loop)`; such a task retains
+    /// the loop.
     ///
     /// May be called from any thread.
     public func asUnownedTaskExecutor() -> UnownedTaskExecutor {
@@ -351,11 +365,19 @@ public final class UVLoop: TaskLoop, @unchecked Sendable, CustomStringConvertibl
         }
     }
 
+    /// Runs `work` on the loop thread after the current libuv phase, in this turn's run of
+    /// local work. Loop thread only.
+    func runAfterTimerPhase(_ work: @escaping () -> Void) {
+        enqueueLocal(.closure(work), priority: closurePriority)
+    }
+
     @inline(__always)
     func run(_ work: LoopWork) {
         switch work {
-        case .job(let job):
-            job.runSynchronously(isolatedTo: asUnownedSerialExecutor(), taskExecutor: asUnownedTaskExecutor())
+        case .serialJob(let job):
+            job.runSynchronously(on: asUnownedSerialExecutor())
+        case .taskJob(let job):
+            job.runSynchronously(on: asUnownedTaskExecutor())
         case .closure(let closure):
             closure()
         }

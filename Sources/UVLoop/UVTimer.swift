@@ -16,6 +16,8 @@ public final class UVTimer: LoopTimer {
     private let onFire: () -> Void
     private var deadline: UInt64 = 0
     private var closedByShutdown = false
+    /// A zero-timeout start made during libuv's timer phase, waiting for that phase to end.
+    private var deferredStart = false
 
     init(loop: UVLoop, onFire: @escaping () -> Void) throws(LoopError) {
         self.loop = loop
@@ -51,11 +53,35 @@ public final class UVTimer: LoopTimer {
     public func start(at deadline: LoopInstant) throws(LoopError) {
         guard let handle else { throw closedError("UVTimer.start") }
         self.deadline = deadline.nanoseconds
-        // Round the deadline up to a whole millisecond of loop time; huge deadlines saturate
-        // (libuv clamps loop time + timeout to UINT64_MAX itself).
-        let deadlineMilliseconds = deadline.nanoseconds / 1_000_000 + (deadline.nanoseconds % 1_000_000 == 0 ? 0 : 1)
-        let loopNow = uv_now(loop.uvLoop)
-        let timeout = deadlineMilliseconds > loopNow ? deadlineMilliseconds - loopNow : 0
+        // A deadline already reached fires on the next turn. Otherwise round it up to a whole
+        // millisecond of loop time (libuv's unit, and never earlier than the deadline); huge
+        // deadlines saturate (libuv clamps loop time + timeout to UINT64_MAX itself).
+        let timeout: UInt64
+        if deadline.nanoseconds <= uv_hrtime() {
+            timeout = 0
+        } else {
+            let deadlineMilliseconds =
+                deadline.nanoseconds / 1_000_000 + (deadline.nanoseconds % 1_000_000 == 0 ? 0 : 1)
+            let loopNow = uv_now(loop.uvLoop)
+            timeout = deadlineMilliseconds > loopNow ? deadlineMilliseconds - loopNow : 0
+        }
+        if timeout == 0 && loop.inTimerPhase {
+            // libuv 1.44 runs a timer that is started with timeout 0 during the timer phase in
+            // that same phase (it has no "collect due timers first" step), so a callback that
+            // re-arms itself for "now" would starve the rest of the loop. Start it once the
+            // phase is over instead: it then fires on the next turn, like any due timer.
+            uv_timer_stop(handle)
+            if !deferredStart {
+                deferredStart = true
+                loop.runAfterTimerPhase { [weak self] in
+                    guard let self, self.deferredStart, let handle = self.handle else { return }
+                    self.deferredStart = false
+                    uv_timer_start(handle, uvTimerFired, 0, 0)
+                }
+            }
+            return
+        }
+        deferredStart = false
         uv_timer_start(handle, uvTimerFired, timeout, 0)
     }
 
@@ -63,13 +89,14 @@ public final class UVTimer: LoopTimer {
     ///
     /// - Note: Loop thread only.
     public func stop() {
+        deferredStart = false
         if let handle { uv_timer_stop(handle) }
     }
 
     /// Whether the timer is armed. Loop thread only.
     public var isActive: Bool {
         guard let handle else { return false }
-        return uv_is_active(clibuv_timer_as_handle(handle)) != 0
+        return deferredStart || uv_is_active(clibuv_timer_as_handle(handle)) != 0
     }
 
     /// Stops the timer and closes its handle (freed in the close callback). Idempotent.
@@ -77,6 +104,7 @@ public final class UVTimer: LoopTimer {
     /// - Note: Loop thread only.
     public func close() {
         guard let handle else { return }
+        deferredStart = false
         self.handle = nil
         handle.pointee.data = nil
         uv_close(clibuv_timer_as_handle(handle), uvTimerClosed)
@@ -106,7 +134,10 @@ public final class UVTimer: LoopTimer {
 
 private let uvTimerFired: uv_timer_cb = { handle in
     guard let owner = handle!.pointee.data else { return }
+    let loop = Unmanaged<UVLoop>.fromOpaque(handle!.pointee.loop.pointee.data).takeUnretainedValue()
+    loop.inTimerPhase = true
     Unmanaged<UVTimer>.fromOpaque(owner).takeUnretainedValue().fire()
+    loop.inTimerPhase = false
 }
 
 private let uvTimerClosed: uv_close_cb = { handle in

@@ -1,8 +1,38 @@
 /// One unit of work for a loop: a job given by the Swift runtime (stored as is, no closure
 /// allocated around it) or a closure from `execute`.
+///
+/// Jobs keep the role they were enqueued in. A job of an actor pinned to the loop arrives
+/// through the loop's serial-executor face and runs isolated to it; a job of a task preferring
+/// the loop arrives through the loop itself (its task-executor face) and runs with no serial
+/// isolation, so that the task's non-isolated code does not hop off an isolation it never asked
+/// for (each such hop costs one more job per task).
 enum LoopWork {
-    case job(UnownedJob)
+    case serialJob(UnownedJob)
+    case taskJob(UnownedJob)
     case closure(() -> Void)
+}
+
+/// The serial-executor face of a loop: the identity that `asUnownedSerialExecutor()` hands to
+/// actors, so that their jobs arrive apart from the jobs of tasks that prefer the loop.
+/// Owned by its loop; actors hold executors unowned, as they do any serial executor.
+final class LoopSerialExecutor<Loop: TaskLoop & LoopJobSink>: SerialExecutor, @unchecked Sendable {
+    unowned(unsafe) let loop: Loop
+
+    init(loop: Loop) { self.loop = loop }
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let priority = job.priority.rawValue
+        loop.enqueue(.serialJob(UnownedJob(job)), priority: priority)
+    }
+
+    func checkIsolated() { loop.preconditionInLoop() }
+
+    func isIsolatingCurrentContext() -> Bool? { loop.inLoop }
+}
+
+/// A loop that accepts work items from its executor faces. Internal plumbing.
+protocol LoopJobSink: AnyObject {
+    func enqueue(_ work: LoopWork, priority: UInt8)
 }
 
 /// A growable FIFO ring buffer. Popping and pushing allocate nothing once the buffer has grown

@@ -31,6 +31,23 @@ struct ExecutorBench: ParsableCommand {
         report("on-loop-yield", "global") {
             try blockOn { await Task.detached { for _ in 0..<count { await Task.yield() } }.value }
         }
+        // On-loop task creation: the loop thread creates `count` tasks preferring the loop, in
+        // batches of 1,000 per turn; each runs one job and ends. This is the floor for a
+        // registry that creates one Swift task per started action.
+        report("on-loop-tasks", "uvloop") {
+            let counter = LoopCounter(target: count)
+            try runOnLoop(loop) { done in
+                let remaining = LoopLocal(count)
+                let turn = TimerBox()
+                turn.timer = try! loop.makeUVTimer {
+                    for _ in 0..<min(1000, remaining.value) { Task(executorPreference: loop) { counter.increment() } }
+                    remaining.value -= min(1000, remaining.value)
+                    if remaining.value > 0 { try! turn.timer!.start(after: .zero) } else { turn.timer = nil; done() }
+                }
+                try! turn.timer!.start(after: .zero)
+            }
+            counter.wait()
+        }
         // Cross-thread: this (non-loop) thread creates `count` tasks whose first job is enqueued
         // onto the executor from here; timing ends when the last has run.
         report("cross-thread-tasks", "uvloop") {

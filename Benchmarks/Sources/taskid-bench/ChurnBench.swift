@@ -1,0 +1,210 @@
+import ArgumentParser
+import Foundation
+import Synchronization
+import TaskIdentity
+import UVLoop
+
+/// W1, W2 and W4: identity changes over many slots, each restarting the slot's action.
+struct ChurnBench: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "churn",
+        abstract: "Restart churn (W1), debounced churn (W2) and cross-thread churn (W4).",
+        discussion: """
+            Each change gives a slot's task a new identity. Changes are issued in batches; between \
+            batches the producer lets the loop turn once. The run ends when every started action \
+            has ended. Exit status 1 when stale (registry) or missing_final is not 0.
+            """)
+
+    @Option(help: "Number of slots.") var slots = 10_000
+    @Option(help: "Number of identity changes.") var changes = 1_000_000
+    @Option(name: .customLong("debounce-ms"), help: "Debounce window; 0 restarts at once.") var debounceMilliseconds = 0
+    @Option(help: "Changes per batch (per loop turn).") var batch = 1_000
+    @Option(help: "Producer threads other than the loop's (0: the loop thread produces).") var producers = 0
+    @OptionGroup var common: CommonOptions
+
+    func validate() throws {
+        guard slots > 0, changes > 0, batch > 0 else { throw ValidationError("--slots, --changes and --batch must be positive") }
+        guard debounceMilliseconds >= 0 else { throw ValidationError("--debounce-ms must not be negative") }
+        guard (0...64).contains(producers) else { throw ValidationError("--producers must be between 0 and 64") }
+    }
+
+    func run() throws {
+        var failures: [String] = []
+        for implementation in common.impl.expanded {
+            var report = RunReport()
+            report.add("impl", implementation.rawValue)
+            report.add("workload", "churn")
+            report.add("slots", slots)
+            report.add("changes", changes)
+            report.add("debounce_ms", debounceMilliseconds)
+            report.add("batch", batch)
+            report.add("producers", producers)
+            let ledger = SlotLedger(slots: slots)
+            let measurement = Measurement()
+            switch implementation {
+            case .registry: try runRegistry(ledger)
+            case .naiveTasks: try runNaive(ledger)
+            case .all: fatalError("expanded above")
+            }
+            let seconds = measurement.seconds
+            report.add("seconds", seconds, decimals: 4)
+            report.add("changes_per_s", Int(Double(changes) / seconds))
+            report.add("actions", ledger.actions)
+            report.add("stale", ledger.stale)
+            report.add("missing_final", ledger.missingFinal)
+            report.add("cpu_s", measurement.cpuSeconds, decimals: 2)
+            report.add("rss_mib", peakResidentMiB(), decimals: 1)
+            print(report.line(json: common.json))
+            fflush(nil)
+            if ledger.missingFinal != 0 { failures.append("\(implementation.rawValue): missing_final=\(ledger.missingFinal)") }
+            if implementation == .registry && ledger.stale != 0 { failures.append("registry: stale=\(ledger.stale)") }
+        }
+        if !failures.isEmpty { throw CorrectnessFailure(description: failures.joined(separator: "; ")) }
+    }
+
+    // MARK: - registry
+
+    private func runRegistry(_ ledger: SlotLedger) throws {
+        let loop = UVLoop(name: "churn")
+        try loop.start()
+        defer { try? loop.syncShutdown() }
+        let registry = TaskRegistry<Int>(loop: loop)
+        let debounce = Duration.milliseconds(debounceMilliseconds)
+        let (slots, changes, batch) = (self.slots, self.changes, self.batch)
+        let progress = LoopLocal(ProgressLine(label: "churn registry"))
+
+        if producers == 0 {
+            try runOnLoop(loop) { done in
+                let producer = LoopLocal((stream: IdentityStream(), issued: 0))
+                let turn = TimerBox()
+                turn.timer = try! loop.makeUVTimer {
+                    let end = min(producer.value.issued + batch, changes)
+                    while producer.value.issued < end {
+                        let slot = producer.value.stream.nextSlot(slots)
+                        let generation = ledger.declared[slot] &+ 1
+                        ledger.declared[slot] = generation
+                        try! registry.task(slot, id: generation, debounce: debounce) { context in
+                            context.commit { ledger.complete(slot: slot, generation: generation) }
+                        }
+                        producer.value.issued += 1
+                    }
+                    progress.value.update(done: producer.value.issued, of: changes)
+                    if producer.value.issued < changes {
+                        try! turn.timer!.start(after: .zero)  // the next libuv turn
+                    } else {
+                        turn.timer!.close()
+                        turn.timer = nil
+                        awaitQuiescence(registry, loop, done)
+                    }
+                }
+                try! turn.timer!.start(after: .zero)
+            }
+        } else {
+            // Producers on their own threads; each owns the slots congruent to its index, so
+            // that every slot's identities arrive in stream order.
+            let producerCount = producers
+            // The final generations, computed by the same stream before the clock matters.
+            var stream = IdentityStream()
+            for _ in 0..<changes { ledger.declared[stream.nextSlot(slots)] &+= 1 }
+            let posted = DispatchGroup()
+            for index in 0..<producerCount {
+                posted.enter()
+                Thread.detachNewThread {
+                    var stream = IdentityStream()
+                    var generations = [UInt64](repeating: 0, count: slots)
+                    for _ in 0..<changes {
+                        let slot = stream.nextSlot(slots)
+                        guard slot % producerCount == index else { continue }
+                        generations[slot] &+= 1
+                        let generation = generations[slot]
+                        try! registry.task(slot, id: generation, debounce: debounce) { context in
+                            context.commit { ledger.complete(slot: slot, generation: generation) }
+                        }
+                    }
+                    posted.leave()
+                }
+            }
+            posted.wait()
+            try blockOn { await registry.flush() }
+            try runOnLoop(loop) { done in awaitQuiescence(registry, loop, done) }
+        }
+        progress.value.finish()
+        try blockOn { await registry.shutdown() }
+    }
+
+    // MARK: - naive-tasks
+
+    private func runNaive(_ ledger: SlotLedger) throws {
+        let debounce = Duration.milliseconds(debounceMilliseconds)
+        let (slots, changes, batch) = (self.slots, self.changes, self.batch)
+        let recorder = NaiveRecorder(ledger: ledger)
+        let live = LiveTasks()
+        let producerCount = max(producers, 1)
+        try blockOn {
+            await withTaskGroup(of: Void.self) { group in
+                for index in 0..<producerCount {
+                    group.addTask {
+                        var progress = ProgressLine(label: "churn naive-tasks")
+                        var stream = IdentityStream()
+                        var tasks = [Task<Void, Never>?](repeating: nil, count: slots)
+                        var generations = [UInt64](repeating: 0, count: slots)
+                        var issued = 0
+                        while issued < changes {
+                            let end = min(issued + batch, changes)
+                            while issued < end {
+                                let slot = stream.nextSlot(slots)
+                                issued += 1
+                                guard slot % producerCount == index else { continue }
+                                generations[slot] &+= 1
+                                let generation = generations[slot]
+                                recorder.declare(slot: slot, generation: generation)
+                                tasks[slot]?.cancel()
+                                live.started()
+                                tasks[slot] = Task {
+                                    defer { live.ended() }
+                                    if debounce > .zero {
+                                        do { try await Task.sleep(for: debounce) } catch { return }
+                                    }
+                                    guard !Task.isCancelled else { return }
+                                    recorder.complete(slot: slot, generation: generation)
+                                }
+                            }
+                            if index == 0 { progress.update(done: issued, of: changes) }
+                            await Task.yield()  // let the executor turn once between batches
+                        }
+                        progress.finish()
+                    }
+                }
+            }
+            while live.count > 0 { await Task.yield() }
+        }
+    }
+}
+
+/// Waits (on the loop) until every declared identity has started and every action has ended.
+func awaitQuiescence<Key>(_ registry: TaskRegistry<Key>, _ loop: UVLoop, _ done: @escaping @Sendable () -> Void) {
+    pollOnLoop(loop, until: {
+        let counters = registry.counters
+        return counters.runningActions == 0 && counters.liveGenerations == 0
+    }, then: done)
+}
+
+/// The naive baseline's shared ledger: actions run on the global executor's threads, so it
+/// takes a lock, as a hand-written table of tasks would.
+final class NaiveRecorder: @unchecked Sendable {
+    private let lock = NSLock()
+    private let ledger: SlotLedger
+    init(ledger: SlotLedger) { self.ledger = ledger }
+
+    func declare(slot: Int, generation: UInt64) {
+        lock.lock()
+        ledger.declared[slot] = generation
+        lock.unlock()
+    }
+
+    func complete(slot: Int, generation: UInt64) {
+        lock.lock()
+        ledger.complete(slot: slot, generation: generation)
+        lock.unlock()
+    }
+}

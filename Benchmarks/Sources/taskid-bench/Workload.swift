@@ -1,0 +1,122 @@
+import ArgumentParser
+import Foundation
+import Synchronization
+import TaskIdentity
+import UVLoop
+
+/// The identity stream of BENCHMARKS.md: which slot the i-th change goes to.
+struct IdentityStream {
+    private var x: UInt64 = 88_172_645_463_325_252
+
+    @inline(__always)
+    mutating func nextSlot(_ slots: Int) -> Int {
+        x ^= x << 13
+        x ^= x >> 7
+        x ^= x << 17
+        return Int(x % UInt64(slots))
+    }
+}
+
+/// Which implementations a run compares.
+enum Implementation: String, CaseIterable, ExpressibleByArgument {
+    case registry
+    case naiveTasks = "naive-tasks"
+    case all
+
+    var expanded: [Implementation] { self == .all ? [.registry, .naiveTasks] : [self] }
+}
+
+/// Options every workload shares.
+struct CommonOptions: ParsableArguments {
+    @Option(help: "registry, naive-tasks or all (each in turn, in this process).")
+    var impl: Implementation = .all
+
+    @Flag(help: "Print one JSON object per run instead of a key=value line.")
+    var json = false
+}
+
+/// Thrown when a run's correctness fields fail; the driver exits 1.
+struct CorrectnessFailure: Error, CustomStringConvertible {
+    let description: String
+}
+
+/// Measures a run: wall time, CPU time and peak memory around `body`.
+struct Measurement {
+    let start = monotonicNanoseconds()
+    let cpuStart = processCPUSeconds()
+
+    var seconds: Double { Double(monotonicNanoseconds() - start) / 1e9 }
+    var cpuSeconds: Double { processCPUSeconds() - cpuStart }
+}
+
+/// Runs `body` on the loop thread and blocks this (non-loop) thread until it calls `done`.
+func runOnLoop(_ loop: UVLoop, _ body: @escaping @Sendable (_ done: @escaping @Sendable () -> Void) -> Void) throws {
+    let finished = DispatchSemaphore(value: 0)
+    try loop.execute { body { finished.signal() } }
+    finished.wait()
+}
+
+/// Calls `check` on the loop every millisecond until it returns true, then `done`.
+func pollOnLoop(_ loop: UVLoop, every period: Duration = .milliseconds(1), until check: @escaping () -> Bool,
+                then done: @escaping () -> Void) {
+    let box = TimerBox()
+    box.timer = try! loop.makeUVTimer {
+        if check() {
+            box.timer?.close()
+            box.timer = nil
+            done()
+        } else {
+            try! box.timer?.start(after: period)
+        }
+    }
+    try! box.timer!.start(after: .zero)
+}
+
+final class TimerBox: @unchecked Sendable {
+    var timer: UVTimer?
+}
+
+/// Per-slot bookkeeping shared by the workloads: the generation last declared, the generation
+/// last completed, and the correctness counters of BENCHMARKS.md. Loop-thread only for the
+/// registry; the naive baseline guards it with a mutex.
+final class SlotLedger: @unchecked Sendable {
+    var declared: [UInt64]
+    var completed: [UInt64]
+    var actions = 0
+    var stale = 0
+    var doubleRuns = 0
+
+    init(slots: Int) {
+        declared = Array(repeating: 0, count: slots)
+        completed = Array(repeating: 0, count: slots)
+    }
+
+    @inline(__always)
+    func complete(slot: Int, generation: UInt64) {
+        actions += 1
+        if generation != declared[slot] { stale += 1 }
+        if completed[slot] == generation { doubleRuns += 1 }
+        completed[slot] = generation
+    }
+
+    /// Slots whose last identity did not complete exactly once.
+    var missingFinal: Int {
+        var missing = doubleRuns
+        for slot in declared.indices where declared[slot] > 0 && completed[slot] != declared[slot] { missing += 1 }
+        return missing
+    }
+}
+
+/// A mutable value used by one thread at a time (the loop's), captured by `@Sendable` closures.
+final class LoopLocal<Value>: @unchecked Sendable {
+    var value: Value
+    init(_ value: Value) { self.value = value }
+}
+
+/// Counts the naive baseline's live tasks, from any thread.
+final class LiveTasks: Sendable {
+    private let live = Atomic<Int>(0)
+    func started() { live.add(1, ordering: .relaxed) }
+    func ended() { live.subtract(1, ordering: .releasing) }
+    var count: Int { live.load(ordering: .acquiring) }
+}
