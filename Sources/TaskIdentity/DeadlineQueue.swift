@@ -1,4 +1,4 @@
-import UVLoop
+@_spi(TaskIdentityInternals) import UVLoop
 
 /// Deadlines that all lie one fixed `delay` after the moment they were set: debounce windows
 /// and progress delays. Such deadlines arrive in order, so a FIFO replaces a heap: pushing is
@@ -48,11 +48,11 @@ final class DeadlineQueue<Entry> {
 
     private func fire(now: UInt64, onDue: ([Entry]) -> Void) {
         // Collect everything due first and act after, so that actions may push again.
-        while let head = entries.first, head.deadline <= now {
+        while let deadline = entries.first?.deadline, deadline <= now {
             due.append(entries.popFirst()!.entry)
         }
-        if let head = entries.first {
-            try? timer?.start(at: LoopInstant(nanoseconds: head.deadline))
+        if let deadline = entries.first?.deadline {
+            try? timer?.start(at: LoopInstant(nanoseconds: deadline))
         } else {
             armed = false
         }

@@ -4,11 +4,12 @@ import UVLoop
 /// of every run (schedule, start, cancel, end). `TaskRegistry` owns the slot table and calls in.
 ///
 /// Loop thread only, without locks: every method runs on the registry's loop thread.
+@usableFromInline
 final class RegistryCore: @unchecked Sendable {
-    let loop: any TaskLoop
+    @usableFromInline let loop: any TaskLoop
     let clock: LoopClock
-    var counters = RegistryCounters()
-    private(set) var isShutDown = false
+    @usableFromInline var counters = RegistryCounters()
+    @usableFromInline private(set) var isShutDown = false
     private var optionsTable: [TaskOptions.Values: TaskOptions] = [:]
     private var debounceQueues: [UInt64: DeadlineQueue<DebounceEntry>] = [:]
     private var progressQueues: [UInt64: DeadlineQueue<ProgressEntry>] = [:]
@@ -23,6 +24,7 @@ final class RegistryCore: @unchecked Sendable {
     // MARK: - Options
 
     /// The interned options object for `values`, creating its deadline queues on first use.
+    @usableFromInline
     func options(for values: TaskOptions.Values) throws(LoopError) -> TaskOptions {
         if let options = optionsTable[values] { return options }
         var debounceQueue: DeadlineQueue<DebounceEntry>?
@@ -55,7 +57,7 @@ final class RegistryCore: @unchecked Sendable {
     // MARK: - Declarations
 
     /// Applies one declaration to `record` (new when `isNew`): SwiftUI's rule, then the policy.
-    @inline(__always)
+    @usableFromInline
     func declare(
         _ record: AnyTaskRecord, isNew: Bool, identity: (any Hashable & Sendable)?, options: TaskOptions,
         action: @escaping TaskAction

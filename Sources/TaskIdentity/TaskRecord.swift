@@ -6,16 +6,27 @@ public typealias TaskAction = @Sendable (TaskContext) async throws -> Void
 /// Declaration options, interned per registry so that a record holds one reference to them,
 /// and so that the debounce and progress queues are looked up once per distinct options, not
 /// once per change.
+@usableFromInline
 final class TaskOptions: @unchecked Sendable {
+    @usableFromInline
     struct Values: Hashable {
-        var priority: UInt8
-        var policy: RestartPolicy
-        var debounce: UInt64
-        var throttle: UInt64
-        var progressDelay: UInt64?
+        @usableFromInline var priority: UInt8
+        @usableFromInline var policy: RestartPolicy
+        @usableFromInline var debounce: UInt64
+        @usableFromInline var throttle: UInt64
+        @usableFromInline var progressDelay: UInt64?
+
+        @usableFromInline
+        init(priority: UInt8, policy: RestartPolicy, debounce: UInt64, throttle: UInt64, progressDelay: UInt64?) {
+            self.priority = priority
+            self.policy = policy
+            self.debounce = debounce
+            self.throttle = throttle
+            self.progressDelay = progressDelay
+        }
     }
 
-    let values: Values
+    @usableFromInline let values: Values
     let priority: TaskPriority
     /// The debounce queue for `values.debounce`, if it is not zero.
     let debounceQueue: DeadlineQueue<DebounceEntry>?
@@ -48,14 +59,15 @@ struct ProgressEntry {
 ///
 /// Loop thread only. Records are referenced by the slot table, by their running Swift tasks
 /// and by deadline-queue entries, so a removed record lives until none of them needs it.
+@usableFromInline
 class AnyTaskRecord: RunOwner, @unchecked Sendable {
-    let name: TaskName
+    @usableFromInline let name: TaskName
     unowned(unsafe) let core: RegistryCore
-    var nextInSlot: AnyTaskRecord?
+    @usableFromInline var nextInSlot: AnyTaskRecord?
 
     var identity: (any Hashable & Sendable)?
     var generation: UInt64 = 0
-    var options: TaskOptions
+    @usableFromInline var options: TaskOptions
 
     /// The action of the latest generation while it has not started.
     var pendingAction: TaskAction?
@@ -75,9 +87,10 @@ class AnyTaskRecord: RunOwner, @unchecked Sendable {
     var phase: TaskPhase = .idle
     var showsProgress = false
     var removed = false
-    var hasObservers = false
+    @usableFromInline var hasObservers = false
     var throttle: ThrottleState?
 
+    @usableFromInline
     init(name: TaskName, core: RegistryCore, options: TaskOptions) {
         self.name = name
         self.core = core
@@ -97,10 +110,12 @@ class AnyTaskRecord: RunOwner, @unchecked Sendable {
 }
 
 /// A record that knows its slot's key, for observers.
+@usableFromInline
 final class TaskRecord<Key: Hashable & Sendable>: AnyTaskRecord, @unchecked Sendable {
-    let key: Key
+    @usableFromInline let key: Key
     unowned(unsafe) let registry: TaskRegistry<Key>
 
+    @usableFromInline
     init(key: Key, name: TaskName, registry: TaskRegistry<Key>, options: TaskOptions) {
         self.key = key
         self.registry = registry

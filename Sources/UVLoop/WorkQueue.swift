@@ -36,42 +36,55 @@ protocol LoopJobSink: AnyObject {
 }
 
 /// A growable FIFO ring buffer. Popping and pushing allocate nothing once the buffer has grown
-/// to the queue's high-water mark. Shared with the registry module (package access).
-package struct RingBuffer<Element> {
-    private var slots: ContiguousArray<Element?> = []
-    private var head = 0
-    package private(set) var count = 0
+/// to the queue's high-water mark. Shared with the registry module through an SPI, not for
+/// users: `package` access would keep its `@inlinable` bodies from reaching that module, and
+/// unspecialized it costs a generic-metadata lookup per call (profiled: 40% of a debounced change).
+@_spi(TaskIdentityInternals)
+public struct RingBuffer<Element> {
+    // @inlinable so that other modules (the registry's deadline queues) get it specialized
+    // for their element type instead of copying elements through value witnesses.
+    @usableFromInline var slots: ContiguousArray<Element?> = []
+    @usableFromInline var head = 0
+    @usableFromInline var storedCount = 0
 
-    package init() {}
+    @inlinable
+    public init() {}
 
-    package var isEmpty: Bool { count == 0 }
+    /// The number of elements. O(1).
+    @inlinable
+    public var count: Int { storedCount }
+
+    @inlinable
+    public var isEmpty: Bool { storedCount == 0 }
 
     /// The oldest element, if any. O(1).
-    package var first: Element? { count == 0 ? nil : slots[head] }
+    @inlinable
+    public var first: Element? { storedCount == 0 ? nil : slots[head] }
 
     /// Appends at the back. Amortised O(1).
-    @inline(__always)
-    package mutating func append(_ element: Element) {
-        if count == slots.count { grow() }
-        slots[(head &+ count) & (slots.count &- 1)] = element
-        count &+= 1
+    @inlinable
+    public mutating func append(_ element: Element) {
+        if storedCount == slots.count { grow() }
+        slots[(head &+ storedCount) & (slots.count &- 1)] = element
+        storedCount &+= 1
     }
 
     /// Removes and returns the oldest element. O(1).
-    @inline(__always)
-    package mutating func popFirst() -> Element? {
-        guard count > 0 else { return nil }
+    @inlinable
+    public mutating func popFirst() -> Element? {
+        guard storedCount > 0 else { return nil }
         let element = slots[head].take()
         head = (head &+ 1) & (slots.count &- 1)
-        count &-= 1
+        storedCount &-= 1
         return element
     }
 
-    private mutating func grow() {
+    @inlinable
+    mutating func grow() {
         // Capacity stays a power of two so that wrapping is a mask.
         let newCapacity = Swift.max(16, slots.count * 2)
         var newSlots = ContiguousArray<Element?>(repeating: nil, count: newCapacity)
-        for offset in 0..<count {
+        for offset in 0..<storedCount {
             newSlots[offset] = slots[(head + offset) & (slots.count - 1)].take()
         }
         slots = newSlots

@@ -20,12 +20,15 @@ struct ChurnBench: ParsableCommand {
     @Option(name: .customLong("debounce-ms"), help: "Debounce window; 0 restarts at once.") var debounceMilliseconds = 0
     @Option(help: "Changes per batch (per loop turn).") var batch = 1_000
     @Option(help: "Producer threads other than the loop's (0: the loop thread produces).") var producers = 0
+    @Option(help: "Registry loops (shards); with 0 producers each loop produces its own slots' changes.")
+    var loops = 1
     @OptionGroup var common: CommonOptions
 
     func validate() throws {
         guard slots > 0, changes > 0, batch > 0 else { throw ValidationError("--slots, --changes and --batch must be positive") }
         guard debounceMilliseconds >= 0 else { throw ValidationError("--debounce-ms must not be negative") }
         guard (0...64).contains(producers) else { throw ValidationError("--producers must be between 0 and 64") }
+        guard (1...64).contains(loops) else { throw ValidationError("--loops must be between 1 and 64") }
     }
 
     func run() throws {
@@ -39,6 +42,7 @@ struct ChurnBench: ParsableCommand {
             report.add("debounce_ms", debounceMilliseconds)
             report.add("batch", batch)
             report.add("producers", producers)
+            report.add("loops", implementation == .registry ? loops : 0)
             let ledger = SlotLedger(slots: slots)
             let measurement = Measurement()
             switch implementation {
@@ -65,40 +69,26 @@ struct ChurnBench: ParsableCommand {
     // MARK: - registry
 
     private func runRegistry(_ ledger: SlotLedger) throws {
-        let loop = UVLoop(name: "churn")
-        try loop.start()
-        defer { try? loop.syncShutdown() }
-        let registry = TaskRegistry<Int>(loop: loop)
+        let group = try UVLoopGroup(loops: loops, namePrefix: "churn")
+        defer { try? group.syncShutdown() }
+        // Slot s belongs to shard s % loops, so each loop owns its slots (and its ledger entries).
+        let shards = group.loops.map { TaskRegistry<Int>(loop: $0) }
         let debounce = Duration.milliseconds(debounceMilliseconds)
-        let (slots, changes, batch) = (self.slots, self.changes, self.batch)
-        let progress = LoopLocal(ProgressLine(label: "churn registry"))
+        let (slots, changes, batch, loopCount) = (self.slots, self.changes, self.batch, self.loops)
 
         if producers == 0 {
-            try runOnLoop(loop) { done in
-                let producer = LoopLocal((stream: IdentityStream(), issued: 0))
-                let turn = TimerBox()
-                turn.timer = try! loop.makeUVTimer {
-                    let end = min(producer.value.issued + batch, changes)
-                    while producer.value.issued < end {
-                        let slot = producer.value.stream.nextSlot(slots)
-                        let generation = ledger.declared[slot] &+ 1
-                        ledger.declared[slot] = generation
-                        try! registry.task(slot, id: generation, debounce: debounce) { context in
-                            context.commit { ledger.complete(slot: slot, generation: generation) }
-                        }
-                        producer.value.issued += 1
-                    }
-                    progress.value.update(done: producer.value.issued, of: changes)
-                    if producer.value.issued < changes {
-                        try! turn.timer!.start(after: .zero)  // the next libuv turn
-                    } else {
-                        turn.timer!.close()
-                        turn.timer = nil
-                        awaitQuiescence(registry, loop, done)
-                    }
+            let finished = DispatchGroup()
+            for (index, registry) in shards.enumerated() {
+                let loop = group.loops[index]
+                finished.enter()
+                try loop.execute {
+                    produceOnLoop(
+                        registry, loop: loop, shard: index, of: loopCount, slots: slots, changes: changes, batch: batch,
+                        debounce: debounce, ledger: ledger
+                    ) { finished.leave() }
                 }
-                try! turn.timer!.start(after: .zero)
             }
+            finished.wait()
         } else {
             // Producers on their own threads; each owns the slots congruent to its index, so
             // that every slot's identities arrive in stream order.
@@ -117,7 +107,7 @@ struct ChurnBench: ParsableCommand {
                         guard slot % producerCount == index else { continue }
                         generations[slot] &+= 1
                         let generation = generations[slot]
-                        try! registry.task(slot, id: generation, debounce: debounce) { context in
+                        try! shards[slot % loopCount].task(slot, id: generation, debounce: debounce) { context in
                             context.commit { ledger.complete(slot: slot, generation: generation) }
                         }
                     }
@@ -125,11 +115,12 @@ struct ChurnBench: ParsableCommand {
                 }
             }
             posted.wait()
-            try blockOn { await registry.flush() }
-            try runOnLoop(loop) { done in awaitQuiescence(registry, loop, done) }
+            for (index, registry) in shards.enumerated() {
+                try blockOn { await registry.flush() }
+                try runOnLoop(group.loops[index]) { done in awaitQuiescence(registry, group.loops[index], done) }
+            }
         }
-        progress.value.finish()
-        try blockOn { await registry.shutdown() }
+        for registry in shards { try blockOn { await registry.shutdown() } }
     }
 
     // MARK: - naive-tasks
@@ -207,4 +198,38 @@ final class NaiveRecorder: @unchecked Sendable {
         ledger.complete(slot: slot, generation: generation)
         lock.unlock()
     }
+}
+
+/// The loop-thread producer of one shard: issues the shard's share of the identity stream in
+/// batches, one batch per libuv turn (a zero-delay timer), then waits for quiescence.
+private func produceOnLoop(
+    _ registry: TaskRegistry<Int>, loop: UVLoop, shard: Int, of shards: Int, slots: Int, changes: Int, batch: Int,
+    debounce: Duration, ledger: SlotLedger, done: @escaping @Sendable () -> Void
+) {
+    let producer = LoopLocal((stream: IdentityStream(), issued: 0))
+    let progress = LoopLocal(ProgressLine(label: "churn registry"))
+    let turn = TimerBox()
+    turn.timer = try! loop.makeUVTimer {
+        let end = min(producer.value.issued + batch, changes)
+        while producer.value.issued < end {
+            producer.value.issued += 1
+            let slot = producer.value.stream.nextSlot(slots)
+            guard slot % shards == shard else { continue }
+            let generation = ledger.declared[slot] &+ 1
+            ledger.declared[slot] = generation
+            try! registry.task(slot, id: generation, debounce: debounce) { context in
+                context.commit { ledger.complete(slot: slot, generation: generation) }
+            }
+        }
+        if shard == 0 { progress.value.update(done: producer.value.issued, of: changes) }
+        if producer.value.issued < changes {
+            try! turn.timer!.start(after: .zero)  // the next libuv turn
+        } else {
+            turn.timer!.close()
+            turn.timer = nil
+            progress.value.finish()
+            awaitQuiescence(registry, loop, done)
+        }
+    }
+    try! turn.timer!.start(after: .zero)
 }
