@@ -8,17 +8,29 @@ public typealias TaskAction = @Sendable (TaskContext) async throws -> Void
 /// once per change.
 @usableFromInline
 final class TaskOptions: @unchecked Sendable {
+    /// The options as declared. Durations stay `Duration`s here, so that comparing a
+    /// declaration's options with a record's costs no conversion; nanoseconds are computed
+    /// once, when the options are interned.
     @usableFromInline
     struct Values: Hashable {
         @usableFromInline var priority: UInt8
         @usableFromInline var policy: RestartPolicy
-        @usableFromInline var debounce: UInt64
-        @usableFromInline var throttle: UInt64
-        @usableFromInline var progressDelay: UInt64?
+        @usableFromInline var debounce: Duration
+        @usableFromInline var throttle: Duration
+        @usableFromInline var progressDelay: Duration?
 
-        @usableFromInline
-        init(priority: UInt8, policy: RestartPolicy, debounce: UInt64, throttle: UInt64, progressDelay: UInt64?) {
-            self.priority = priority
+        /// - Throws: `RegistryError.invalidDuration` for a negative duration.
+        @inlinable
+        init(
+            priority: TaskPriority, policy: RestartPolicy, debounce: Duration, throttle: Duration,
+            progressDelay: Duration?
+        ) throws(RegistryError) {
+            if debounce < .zero { throw RegistryError.invalidDuration(name: "debounce", debounce) }
+            if throttle < .zero { throw RegistryError.invalidDuration(name: "throttle", throttle) }
+            if let progressDelay, progressDelay < .zero {
+                throw RegistryError.invalidDuration(name: "progressDelay", progressDelay)
+            }
+            self.priority = priority.rawValue
             self.policy = policy
             self.debounce = debounce
             self.throttle = throttle
@@ -27,6 +39,10 @@ final class TaskOptions: @unchecked Sendable {
     }
 
     @usableFromInline let values: Values
+    /// `values` in nanoseconds.
+    let debounceNanoseconds: UInt64
+    let throttleNanoseconds: UInt64
+    let progressDelayNanoseconds: UInt64?
     let priority: TaskPriority
     /// The debounce queue for `values.debounce`, if it is not zero.
     let debounceQueue: DeadlineQueue<DebounceEntry>?
@@ -37,6 +53,9 @@ final class TaskOptions: @unchecked Sendable {
         values: Values, debounceQueue: DeadlineQueue<DebounceEntry>?, progressQueue: DeadlineQueue<ProgressEntry>?
     ) {
         self.values = values
+        self.debounceNanoseconds = UInt64(values.debounce.clampedNanoseconds)
+        self.throttleNanoseconds = UInt64(values.throttle.clampedNanoseconds)
+        self.progressDelayNanoseconds = values.progressDelay.map { UInt64($0.clampedNanoseconds) }
         self.priority = TaskPriority(rawValue: values.priority)
         self.debounceQueue = debounceQueue
         self.progressQueue = progressQueue

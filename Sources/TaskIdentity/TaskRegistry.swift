@@ -404,27 +404,6 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
     }
 }
 
-extension TaskOptions.Values {
-    @usableFromInline
-    init(
-        priority: TaskPriority, policy: RestartPolicy, debounce: Duration, throttle: Duration,
-        progressDelay: Duration?
-    ) throws(RegistryError) {
-        func nanoseconds(_ name: String, _ value: Duration) throws(RegistryError) -> UInt64 {
-            guard value >= .zero else { throw RegistryError.invalidDuration(name: name, value) }
-            return UInt64(value.clampedNanoseconds)
-        }
-        self.init(
-            priority: priority.rawValue,
-            policy: policy,
-            debounce: try nanoseconds("debounce", debounce),
-            throttle: try nanoseconds("throttle", throttle),
-            progressDelay: try progressDelay.map { (value) throws(RegistryError) in
-                try nanoseconds("progressDelay", value)
-            })
-    }
-}
-
 /// The stored identity of a declaration: `nil` for none, the value itself for one, a
 /// `CompoundIdentity` for several.
 @inlinable
