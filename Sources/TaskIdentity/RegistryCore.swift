@@ -24,7 +24,11 @@ final class RegistryCore: @unchecked Sendable {
     private var optionsTable: [TaskOptions.Values: TaskOptions] = [:]
     private var debounceQueues: [UInt64: DeadlineQueue<DebounceEntry>] = [:]
     private var progressQueues: [UInt64: DeadlineQueue<ProgressEntry>] = [:]
-    private var throttledRecords: [ObjectIdentifier: AnyTaskRecord] = [:]
+    /// Throttle state of throttled tasks, off the record (most tasks are not throttled, and a
+    /// record's size is the footprint per slot).
+    private var throttles: [ObjectIdentifier: ThrottleState] = [:]
+    /// The registry that owns this core, for publishing phases with their keys.
+    unowned(unsafe) var owner: AnyObject?
     private var quiescedWaiters: [() -> Void] = []
 
     init(loop: any TaskLoop) {
@@ -104,7 +108,7 @@ final class RegistryCore: @unchecked Sendable {
             let now = loop.now.nanoseconds
             record.waitingForDebounce = true
             record.debounceDeadline = now &+ queue.delayNanoseconds
-            queue.push(DebounceEntry(record: record, deadline: record.debounceDeadline), now: now)
+            queue.push(DebounceEntry(record: record, deadline: record.debounceDeadline))
             emit(record, generation: record.generation, .waiting)
             return
         }
@@ -135,9 +139,15 @@ final class RegistryCore: @unchecked Sendable {
         start(record)
     }
 
+    private func throttleState(_ record: AnyTaskRecord) -> ThrottleState {
+        if let state = throttles[ObjectIdentifier(record)] { return state }
+        let state = ThrottleState()
+        throttles[ObjectIdentifier(record)] = state
+        return state
+    }
+
     private func throttleHolds(_ record: AnyTaskRecord, window: UInt64) -> Bool {
-        let state = record.throttle ?? ThrottleState()
-        record.throttle = state
+        let state = throttleState(record)
         let readyAt = state.lastStart &+ window
         guard loop.now.nanoseconds < readyAt else { return false }
         if !record.waitingForThrottle {
@@ -147,7 +157,6 @@ final class RegistryCore: @unchecked Sendable {
                     record.waitingForThrottle = false
                     self.startWhenAllowed(record)
                 }
-                throttledRecords[ObjectIdentifier(record)] = record
             }
             try? state.timer?.start(at: LoopInstant(nanoseconds: readyAt))
             emitWaitingOnce(record)
@@ -165,7 +174,7 @@ final class RegistryCore: @unchecked Sendable {
         record.runGeneration = generation
         record.runIsCurrent = true
         counters.runningActions &+= 1
-        if let throttle = record.throttle { throttle.lastStart = loop.now.nanoseconds }
+        if record.options.throttleNanoseconds > 0 { throttleState(record).lastStart = loop.now.nanoseconds }
         emit(record, generation: generation, .running)
         let context = TaskContext(run: record, generation: generation, id: record.identity, clock: clock)
         record.runningTask = Task(executorPreference: loop, priority: record.options.priority) {
@@ -175,7 +184,8 @@ final class RegistryCore: @unchecked Sendable {
             self.runEnded(record, generation: generation, failure: failure)
         }
         if let queue = record.options.progressQueue {
-            queue.push(ProgressEntry(record: record, generation: generation), now: loop.now.nanoseconds)
+            let deadline = loop.now.nanoseconds &+ queue.delayNanoseconds
+            queue.push(ProgressEntry(record: record, generation: generation, deadline: deadline))
         }
     }
 
@@ -183,8 +193,8 @@ final class RegistryCore: @unchecked Sendable {
         record.pendingAction = nil
         record.waitingForDebounce = false
         record.waitingForPrevious = false
+        if record.waitingForThrottle { throttles[ObjectIdentifier(record)]?.timer?.stop() }
         record.waitingForThrottle = false
-        record.throttle?.timer?.stop()
     }
 
     // MARK: - Ends
@@ -242,10 +252,9 @@ final class RegistryCore: @unchecked Sendable {
             emit(record, generation: record.generation, .cancelled(reason))
         }
         cancelCurrentRun(record, reason: reason)
-        if let timer = record.throttle?.timer {
-            timer.close()
-            record.throttle?.timer = nil
-            throttledRecords[ObjectIdentifier(record)] = nil
+        if let state = throttles.removeValue(forKey: ObjectIdentifier(record)) {
+            state.timer?.close()
+            state.timer = nil
         }
     }
 
@@ -298,11 +307,11 @@ final class RegistryCore: @unchecked Sendable {
         debounceQueues = [:]
         progressQueues = [:]
         optionsTable = [:]
-        for record in throttledRecords.values {
-            record.throttle?.timer?.close()
-            record.throttle?.timer = nil
+        for state in throttles.values {
+            state.timer?.close()
+            state.timer = nil
         }
-        throttledRecords = [:]
+        throttles = [:]
     }
 
     /// Calls `body` once no action is running (at once if none is).
@@ -317,7 +326,9 @@ final class RegistryCore: @unchecked Sendable {
     }
 
     /// Timers the registry holds open (deadline queues and throttle timers), for tests.
-    var openTimerCount: Int { debounceQueues.count + progressQueues.count + throttledRecords.count }
+    var openTimerCount: Int {
+        debounceQueues.count + progressQueues.count + throttles.values.filter { $0.timer != nil }.count
+    }
 }
 
 /// Compares two identities of unknown types: equal when of the same type and `==`.

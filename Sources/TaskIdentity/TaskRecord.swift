@@ -63,15 +63,16 @@ final class TaskOptions: @unchecked Sendable {
 }
 
 /// A debounce window's entry: valid only while the record still waits for that deadline.
-struct DebounceEntry {
+struct DebounceEntry: DeadlineEntry {
     let record: AnyTaskRecord
     let deadline: UInt64
 }
 
 /// A progress delay's entry: valid only while that generation is still the running one.
-struct ProgressEntry {
+struct ProgressEntry: DeadlineEntry {
     let record: AnyTaskRecord
     let generation: UInt64
+    let deadline: UInt64
 }
 
 /// One task of one slot: its identity, its generations, its pending and running runs.
@@ -107,7 +108,6 @@ class AnyTaskRecord: RunOwner, @unchecked Sendable {
     var showsProgress = false
     var removed = false
     @usableFromInline var hasObservers = false
-    var throttle: ThrottleState?
 
     @usableFromInline
     init(name: TaskName, core: RegistryCore, options: TaskOptions) {
@@ -132,17 +132,17 @@ class AnyTaskRecord: RunOwner, @unchecked Sendable {
 @usableFromInline
 final class TaskRecord<Key: Hashable & Sendable>: AnyTaskRecord, @unchecked Sendable {
     @usableFromInline let key: Key
-    unowned(unsafe) let registry: TaskRegistry<Key>
 
     @usableFromInline
     init(key: Key, name: TaskName, registry: TaskRegistry<Key>, options: TaskOptions) {
         self.key = key
-        self.registry = registry
         super.init(name: name, core: registry.core, options: options)
     }
 
     override func publish(generation: UInt64, phase: TaskPhase) {
-        registry.publish(self, generation: generation, phase: phase)
+        // The core's owner is this record's registry; reaching it through the core keeps a
+        // pointer out of every record.
+        unsafeDowncast(core.owner!, to: TaskRegistry<Key>.self).publish(self, generation: generation, phase: phase)
     }
 }
 

@@ -62,6 +62,7 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
     /// May be called from any thread.
     public init(loop: any TaskLoop) {
         core = RegistryCore(loop: loop)
+        core.owner = self
     }
 
     // MARK: - Declaring
