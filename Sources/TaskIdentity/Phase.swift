@@ -45,6 +45,11 @@ public enum TaskPhase: Sendable, CustomStringConvertible {
         }
     }
 
+    var isIdle: Bool {
+        if case .idle = self { return true }
+        return false
+    }
+
     /// `idle`, `waiting`, `running`, `finished`, `cancelled(reason)` or `failed(error)`.
     public var description: String {
         switch self {

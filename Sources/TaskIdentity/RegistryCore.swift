@@ -30,6 +30,10 @@ final class RegistryCore: @unchecked Sendable {
     /// The registry that owns this core, for publishing phases with their keys.
     unowned(unsafe) var owner: AnyObject?
     private var quiescedWaiters: [() -> Void] = []
+    /// Records whose pending run starts at the end of this turn (see `scheduleStart`).
+    private var startQueue: [AnyTaskRecord] = []
+    private var startingNow: [AnyTaskRecord] = []
+    private var flushScheduled = false
 
     init(loop: any TaskLoop) {
         self.loop = loop
@@ -136,7 +140,41 @@ final class RegistryCore: @unchecked Sendable {
             emitWaitingOnce(record)
             return
         }
-        start(record)
+        scheduleStart(record)
+    }
+
+    /// Queues `record`'s pending run to start at the end of this loop turn. Several
+    /// declarations to one slot within a turn (a burst of posted changes, a batch of
+    /// identities) then start one Swift task, for the last of them; the ones before end
+    /// `cancelled(.supersededByPolicy)` and count as coalesced. Until then the phase reads
+    /// `waiting` (no update is published for it: it lasts less than a turn).
+    private func scheduleStart(_ record: AnyTaskRecord) {
+        if record.phase.isIdle { record.phase = .waiting }
+        guard !record.startScheduled else { return }
+        record.startScheduled = true
+        startQueue.append(record)
+        guard !flushScheduled else { return }
+        flushScheduled = true
+        do {
+            try loop.execute { [self] in self.startScheduledRuns() }
+        } catch {
+            // The loop is shutting down and takes no more work: start now, on this thread.
+            startScheduledRuns()
+        }
+    }
+
+    private func startScheduledRuns() {
+        flushScheduled = false
+        swap(&startQueue, &startingNow)
+        for record in startingNow {
+            record.startScheduled = false
+            if !record.removed && record.pendingAction != nil && !record.waitingForDebounce
+                && !record.waitingForPrevious && !record.waitingForThrottle
+            {
+                start(record)
+            }
+        }
+        startingNow.removeAll(keepingCapacity: true)
     }
 
     private func throttleState(_ record: AnyTaskRecord) -> ThrottleState {

@@ -95,6 +95,8 @@ class AnyTaskRecord: RunOwner, @unchecked Sendable {
     var waitingForDebounce = false
     var waitingForPrevious = false
     var waitingForThrottle = false
+    /// Queued to start at the end of this loop turn.
+    var startScheduled = false
 
     /// The current run's task, while it is current.
     var runningTask: Task<Void, Never>?

@@ -31,15 +31,19 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
     // about a fifth of a debounced change's cost).
     @usableFromInline let core: RegistryCore
     @usableFromInline var slots: [Key: TaskRecord<Key>] = [:]
-    private let posted = Locked(PostedOperations())
-    private var postedBuffer: [() -> Void] = []
+    @usableFromInline let posted = PostedCalls<PostedOperation>()
+    @usableFromInline var postedBuffer: [PostedOperation] = []
     @usableFromInline var observers: [ObserverKey: [UInt64: AsyncStream<TaskPhaseUpdate>.Continuation]] = [:]
     private var nextObserverID: UInt64 = 0
 
-    private struct PostedOperations {
-        var operations: [() -> Void] = []
-        var scheduled = false
-        var closed = false
+    /// A call from another thread, queued for the loop. Declarations are stored as values, not
+    /// as closures: no allocation per call beyond the queue's growth, and nothing allocated on
+    /// one thread to be freed on another.
+    @usableFromInline
+    enum PostedOperation {
+        case declare(Key, TaskName, (any Hashable & Sendable)?, TaskOptions.Values, TaskAction)
+        case remove(Key)
+        case run(() -> Void)
     }
 
     @usableFromInline
@@ -115,10 +119,8 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
             guard !core.isShutDown else { throw .shutDown }
             apply(key, name: name, identity: identity, values: values, action: action)
         } else {
-            try post { [self] in
-                // Shutdown applies what was posted before it, so this always finds it running.
-                self.apply(key, name: name, identity: identity, values: values, action: action)
-            }
+            // Shutdown applies what was posted before it, so this always finds it running.
+            try post(.declare(key, name, identity, values, action))
         }
     }
 
@@ -178,11 +180,12 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
             guard !core.isShutDown else { throw .shutDown }
             applyRemove(key, reason: .removed)
         } else {
-            try post { [self] in self.applyRemove(key, reason: .removed) }
+            try post(.remove(key))
         }
     }
 
-    private func applyRemove(_ key: Key, reason: CancellationReason) {
+    @usableFromInline
+    func applyRemove(_ key: Key, reason: CancellationReason) {
         guard let first = slots.removeValue(forKey: key) else { return }
         core.counters.liveSlots &-= 1
         var next: AnyTaskRecord? = first
@@ -196,32 +199,34 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
 
     @usableFromInline
     func post(_ operation: @escaping () -> Void) throws(RegistryError) {
-        let mustSchedule = try posted.withLock { (state) throws(RegistryError) -> Bool in
-            guard !state.closed else { throw RegistryError.shutDown }
-            state.operations.append(operation)
-            if state.scheduled { return false }
-            state.scheduled = true
-            return true
-        }
-        guard mustSchedule else { return }
+        try post(.run(operation))
+    }
+
+    @inlinable
+    func post(_ operation: PostedOperation) throws(RegistryError) {
+        guard try posted.append(operation) else { return }
         do {
-            try loop.execute { [self] in self.runPosted() }
+            try loop.execute { [self] in self.runPosted() }  // one wake-up per batch
         } catch {
-            posted.withLock { state in
-                state.closed = true
-                state.operations = []
-            }
+            posted.close(dropping: true)
             throw .shutDown
         }
     }
 
     /// Applies every posted operation, in order. Loop thread only.
-    private func runPosted() {
-        posted.withLock { state in
-            swap(&state.operations, &postedBuffer)
-            state.scheduled = false
+    @inlinable
+    func runPosted() {
+        posted.take(into: &postedBuffer)
+        for operation in postedBuffer {
+            switch operation {
+            case .declare(let key, let name, let identity, let values, let action):
+                apply(key, name: name, identity: identity, values: values, action: action)
+            case .remove(let key):
+                applyRemove(key, reason: .removed)
+            case .run(let body):
+                body()
+            }
         }
-        for operation in postedBuffer { operation() }
         postedBuffer.removeAll(keepingCapacity: true)
     }
 
@@ -393,7 +398,7 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
 
     private func applyShutdown() {
         guard !core.isShutDown else { return }
-        posted.withLock { $0.closed = true }
+        posted.close(dropping: false)
         runPosted()
         core.beginShutdown()
         for key in Array(slots.keys) { applyRemove(key, reason: .registryShutDown) }

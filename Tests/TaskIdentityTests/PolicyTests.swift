@@ -92,6 +92,26 @@ struct PolicyTests {
         h.finish()
     }
 
+    @Test func changesWithinOneTurnStartOneTaskForTheLast() throws {
+        let h = RegistryHarness<String>()
+        let (loop, registry, log) = (h.loop, h.registry, h.log)
+        let phases = PhaseRecorder(registry, "burst")
+        for id in 1...3 {
+            try registry.task("burst", id: id) { _ in log.add("run \(id)") }
+        }
+        #expect(registry.phase(of: "burst")?.description == "waiting", "it starts at the end of the turn")
+        #expect(registry.counters.started == 0)
+        loop.run()
+        #expect(log.take() == ["run 3"])
+        #expect(
+            phases.take() == [
+                "g1 cancelled(supersededByPolicy)", "g2 cancelled(supersededByPolicy)", "g3 running", "g3 finished",
+            ])
+        #expect(registry.counters.started == 1)
+        #expect(registry.counters.coalesced == 2)
+        h.finish()
+    }
+
     @Test func failuresAreFailedButCancellationNeverIs() throws {
         struct Broken: Error {}
         let h = RegistryHarness<String>()

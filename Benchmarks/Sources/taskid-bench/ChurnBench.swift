@@ -96,6 +96,7 @@ struct ChurnBench: ParsableCommand {
             // The final generations, computed by the same stream before the clock matters.
             var stream = IdentityStream()
             for _ in 0..<changes { ledger.declared[stream.nextSlot(slots)] &+= 1 }
+            ledger.declaredInFlight = true
             let posted = DispatchGroup()
             for index in 0..<producerCount {
                 posted.enter()

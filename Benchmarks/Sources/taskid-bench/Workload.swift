@@ -79,12 +79,19 @@ final class TimerBox: @unchecked Sendable {
 /// Per-slot bookkeeping shared by the workloads: the generation last declared, the generation
 /// last completed, and the correctness counters of BENCHMARKS.md. Loop-thread only for the
 /// registry; the naive baseline guards it with a mutex.
+///
+/// Stale means "completed although a newer identity of the slot had been declared". When the
+/// loop thread produces, `declared` is exact at every moment. When other threads produce, a
+/// newer identity may be in flight (posted, not yet applied) when an older one completes,
+/// which no registry can see; `declaredInFlight` then makes the check "never completes an
+/// identity older than one already completed" (results never go backwards).
 final class SlotLedger: @unchecked Sendable {
     var declared: [UInt64]
     var completed: [UInt64]
     var actions = 0
     var stale = 0
     var doubleRuns = 0
+    var declaredInFlight = false
 
     init(slots: Int) {
         declared = Array(repeating: 0, count: slots)
@@ -94,7 +101,7 @@ final class SlotLedger: @unchecked Sendable {
     @inline(__always)
     func complete(slot: Int, generation: UInt64) {
         actions += 1
-        if generation != declared[slot] { stale += 1 }
+        if declaredInFlight ? generation < completed[slot] : generation != declared[slot] { stale += 1 }
         if completed[slot] == generation { doubleRuns += 1 }
         completed[slot] = generation
     }

@@ -1,0 +1,65 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// The queue of calls made on a registry from threads other than its loop's.
+///
+/// Its own small pthread-mutex type rather than the loop module's: the posting path is
+/// `@inlinable` (specialized for the caller's key type, on the producers' threads and on the
+/// loop), and inlinable code may only use public declarations. A pthread mutex rather than
+/// `Synchronization.Mutex`, which ThreadSanitizer misreports on this toolchain.
+@usableFromInline
+final class PostedCalls<Operation>: @unchecked Sendable {
+    @usableFromInline let mutex: UnsafeMutablePointer<pthread_mutex_t>
+    /// Guarded by `mutex`.
+    @usableFromInline var operations: [Operation] = []
+    /// Guarded by `mutex`: a drain of `operations` is queued on the loop.
+    @usableFromInline var drainScheduled = false
+    /// Guarded by `mutex`: the registry has shut down and takes no more calls.
+    @usableFromInline var closed = false
+
+    @usableFromInline
+    init() {
+        mutex = .allocate(capacity: 1)
+        mutex.initialize(to: pthread_mutex_t())
+        pthread_mutex_init(mutex, nil)
+    }
+
+    deinit {
+        pthread_mutex_destroy(mutex)
+        mutex.deallocate()
+    }
+
+    /// Appends `operation`; returns whether the caller must schedule a drain.
+    /// - Throws: `RegistryError.shutDown` once closed.
+    @inlinable
+    func append(_ operation: Operation) throws(RegistryError) -> Bool {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        guard !closed else { throw RegistryError.shutDown }
+        operations.append(operation)
+        if drainScheduled { return false }
+        drainScheduled = true
+        return true
+    }
+
+    /// Moves every queued operation into `buffer` (which must be empty), keeping capacities.
+    @inlinable
+    func take(into buffer: inout [Operation]) {
+        pthread_mutex_lock(mutex)
+        swap(&operations, &buffer)
+        drainScheduled = false
+        pthread_mutex_unlock(mutex)
+    }
+
+    /// Refuses further calls; with `dropping`, also forgets the queued ones.
+    @usableFromInline
+    func close(dropping: Bool) {
+        pthread_mutex_lock(mutex)
+        closed = true
+        if dropping { operations = [] }
+        pthread_mutex_unlock(mutex)
+    }
+}
