@@ -32,7 +32,7 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
     @usableFromInline let core: RegistryCore
     @usableFromInline var slots: [Key: TaskRecord<Key>] = [:]
     @usableFromInline let posted = PostedCalls<PostedOperation>()
-    @usableFromInline var postedBuffer: [PostedOperation] = []
+    @usableFromInline var postedBuffer: [PostedOperation?] = []
     @usableFromInline var observers: [ObserverKey: [UInt64: AsyncStream<TaskPhaseUpdate>.Continuation]] = [:]
     private var nextObserverID: UInt64 = 0
 
@@ -217,8 +217,9 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
     @inlinable
     func runPosted() {
         posted.take(into: &postedBuffer)
-        for operation in postedBuffer {
-            switch operation {
+        for index in postedBuffer.indices {
+            // Moved out, not copied: a copy would retain and release every payload.
+            switch postedBuffer[index].take()! {
             case .declare(let key, let name, let identity, let values, let action):
                 apply(key, name: name, identity: identity, values: values, action: action)
             case .remove(let key):
