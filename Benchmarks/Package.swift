@@ -10,6 +10,8 @@ let package = Package(
         .package(name: "TaskIdentity", path: ".."),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.2.0"),
+        // Its default traits need a package that is not available here; malloc counts only.
+        .package(url: "https://github.com/ordo-one/benchmark", from: "1.38.1", traits: ["MallocInterposer"]),
     ],
     targets: [
         .executableTarget(
@@ -21,7 +23,19 @@ let package = Package(
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
             ],
             swiftSettings: [.unsafeFlags(["-Ounchecked"], .when(configuration: .release))]
-        )
+        ),
+        // `swift package benchmark`: the micro-operations, with malloc counts (deterministic,
+        // so their thresholds in Thresholds/ can gate CI).
+        .executableTarget(
+            name: "Micro",
+            dependencies: [
+                .product(name: "Benchmark", package: "benchmark"),
+                .product(name: "TaskIdentity", package: "TaskIdentity"),
+                .product(name: "UVLoop", package: "TaskIdentity"),
+            ],
+            path: "Benchmarks/Micro",
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
     ],
     swiftLanguageModes: [.v6]
 )

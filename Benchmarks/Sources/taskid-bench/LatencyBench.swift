@@ -42,7 +42,7 @@ struct LatencyBench: ParsableCommand {
             report.add("seconds", seconds)
             report.add("slots", slots)
             report.add("debounce_ms", debounceMilliseconds)
-            report.add("changes", restart.count)
+            report.add("changes", rate * seconds)
             for (name, value) in restart.percentiles(prefix: "restart") { report.add(name, value) }
             for (name, value) in debounced.percentiles(prefix: "debounce_late") { report.add(name, value) }
             report.add("cpu_s", measurement.cpuSeconds, decimals: 2)
