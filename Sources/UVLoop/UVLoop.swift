@@ -458,6 +458,8 @@ public final class UVLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomStr
         guard let owner = handle.pointee.data else { return }
         switch handle.pointee.type {
         case UV_TIMER: Unmanaged<UVTimer>.fromOpaque(owner).takeUnretainedValue().closeForShutdown()
+        case UV_TCP: Unmanaged<TCPSocket>.fromOpaque(owner).takeUnretainedValue().closeForShutdown()
+        case UV_SIGNAL: Unmanaged<SignalWatcher>.fromOpaque(owner).takeUnretainedValue().close()
         default: assertionFailure("BUG DETECTED: \(self) does not know how to close a \(handle.pointee.type) handle")
         }
     }
@@ -515,6 +517,9 @@ public final class UVLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomStr
             for item in batch { run(item.work) }
         }
     }
+
+    /// Whether the loop still takes new handles (false once shutdown has begun). Loop thread only.
+    var acceptsNewHandles: Bool { acceptsNewWork }
 
     /// Counts a handle this loop initialised. Loop thread only.
     func handleOpened() { liveHandles.add(1, ordering: .relaxed) }

@@ -1,0 +1,480 @@
+import CLibUV
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// A listening TCP socket on a loop. Create it with `UVLoop.listen(host:port:backlog:)`.
+///
+/// Loop thread only: use it from a task that prefers the loop (or an actor pinned to it).
+/// Cancelling a task waiting in `accept()` closes the listener.
+public final class TCPListener: @unchecked Sendable {
+    let socket: TCPSocket
+
+    init(socket: TCPSocket) { self.socket = socket }
+
+    /// The port the listener is bound to (useful after binding port 0).
+    public var localPort: Int { socket.localPort }
+
+    /// Waits for the next connection.
+    ///
+    /// - Throws: `CancellationError` if the task is cancelled (the listener is then closed) or
+    ///   the loop shuts down; `LoopError` for a libuv error or a closed listener.
+    /// - Note: Loop thread only; one `accept()` at a time.
+    public func accept() async throws -> TCPConnection {
+        TCPConnection(socket: try await socket.accept())
+    }
+
+    /// Stops listening and closes the socket. Idempotent. Loop thread only.
+    public func close() { socket.close(reason: nil) }
+}
+
+/// A connected TCP stream on a loop: from `TCPListener.accept()` or `UVLoop.connect(host:port:)`.
+///
+/// Loop thread only. Cancelling a task waiting in `read()` or `write(_:)` closes the
+/// connection: cancellation stops the I/O, it does not just ignore its result.
+public final class TCPConnection: @unchecked Sendable {
+    let socket: TCPSocket
+
+    init(socket: TCPSocket) { self.socket = socket }
+
+    /// Reads the next bytes that arrive (up to 64 KiB), or `nil` at the end of the stream.
+    ///
+    /// - Throws: `CancellationError` if the task is cancelled (the connection is closed) or the
+    ///   loop shuts down; `LoopError` for a libuv error (e.g. `ECONNRESET`) or a closed connection.
+    /// - Note: Loop thread only; one `read()` at a time.
+    public func read() async throws -> [UInt8]? {
+        try await socket.read()
+    }
+
+    /// Writes `bytes` and returns once libuv has written them to the socket.
+    ///
+    /// - Throws: `CancellationError` if the task is cancelled (the connection is closed);
+    ///   `LoopError` for a libuv error or a closed connection.
+    /// - Note: Loop thread only.
+    public func write(_ bytes: [UInt8]) async throws {
+        try await socket.write(bytes)
+    }
+
+    /// Queues `bytes` for writing and returns at once; libuv keeps them until written. Watch
+    /// `queuedWriteBytes` for a peer that does not read.
+    ///
+    /// - Throws: `LoopError` if the connection is closed.
+    /// - Note: Loop thread only.
+    public func send(_ bytes: [UInt8]) throws(LoopError) {
+        try socket.send(bytes)
+    }
+
+    /// Bytes queued for writing that the socket has not taken yet. Loop thread only.
+    public var queuedWriteBytes: Int { socket.queuedWriteBytes }
+
+    /// Whether the connection is still open. Loop thread only.
+    public var isOpen: Bool { socket.isOpen }
+
+    /// Closes the connection (a pending read returns `nil`, pending writes fail). Idempotent.
+    /// Loop thread only.
+    public func close() { socket.close(reason: nil) }
+}
+
+extension UVLoop {
+    /// Listens on `host:port` (an IPv4 or IPv6 literal, or `localhost`; port 0 picks a free port).
+    ///
+    /// - Throws: `LoopError` (e.g. `EADDRINUSE`, `EINVAL` for a bad address), `.calledOffLoopThread`,
+    ///   `.shutDown`.
+    /// - Note: Loop thread only.
+    public func listen(host: String, port: Int, backlog: Int32 = 511) throws(LoopError) -> TCPListener {
+        let socket = try TCPSocket(loop: self, operation: "UVLoop.listen")
+        do {
+            var address = try socketAddress(host: host, port: port)
+            try withSockaddr(&address) { (pointer) throws(LoopError) in
+                try LoopError.check(uv_tcp_bind(socket.handle, pointer, 0), "uv_tcp_bind(\(host):\(port))")
+            }
+            try socket.startListening(backlog: backlog)
+        } catch {
+            socket.close(reason: nil)
+            throw error
+        }
+        return TCPListener(socket: socket)
+    }
+
+    /// Connects to `host:port` (an IPv4 or IPv6 literal, or `localhost`).
+    ///
+    /// - Throws: `CancellationError` if the task is cancelled (the pending connect is closed);
+    ///   `LoopError` (e.g. `ECONNREFUSED`).
+    /// - Note: Loop thread only.
+    public func connect(host: String, port: Int) async throws -> TCPConnection {
+        let socket = try TCPSocket(loop: self, operation: "UVLoop.connect")
+        var address: sockaddr_storage
+        do { address = try socketAddress(host: host, port: port) } catch {
+            socket.close(reason: nil)
+            throw error
+        }
+        try await socket.connect(to: &address, description: "\(host):\(port)")
+        return TCPConnection(socket: socket)
+    }
+}
+
+/// Parses an IP literal (or `localhost`) into a socket address.
+func socketAddress(host: String, port: Int) throws(LoopError) -> sockaddr_storage {
+    guard (0...65_535).contains(port) else { throw LoopError(.libuv(-EINVAL), operation: "port \(port)") }
+    var storage = sockaddr_storage()
+    let literal = host == "localhost" ? "127.0.0.1" : host
+    let result: Int32 = withUnsafeMutablePointer(to: &storage) { pointer in
+        if literal.contains(":") {
+            return pointer.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) {
+                uv_ip6_addr(literal, Int32(port), $0)
+            }
+        }
+        return pointer.withMemoryRebound(to: sockaddr_in.self, capacity: 1) {
+            uv_ip4_addr(literal, Int32(port), $0)
+        }
+    }
+    try LoopError.check(result, "address \(host)")
+    return storage
+}
+
+func withSockaddr<Result>(
+    _ storage: inout sockaddr_storage, _ body: (UnsafePointer<sockaddr>) throws(LoopError) -> Result
+) throws(LoopError) -> Result {
+    try withUnsafeMutablePointer(to: &storage) { (pointer) throws(LoopError) -> Result in
+        try pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { (address) throws(LoopError) -> Result in
+            try body(address)
+        }
+    }
+}
+
+/// The engine behind `TCPListener` and `TCPConnection`: one `uv_tcp_t`, its pending accept,
+/// connect, read and writes, and their cancellation. `handle.data` points here (unretained);
+/// the handle is freed in its close callback. Loop thread only.
+final class TCPSocket: @unchecked Sendable {
+    unowned let loop: UVLoop
+    let handle: UnsafeMutablePointer<uv_tcp_t>
+    private(set) var isOpen = true
+    private var closeReason: (any Error)?
+
+    private var acceptWaiter: UnsafeContinuation<TCPSocket, any Error>?
+    private var pendingConnections = 0
+    private var readWaiter: UnsafeContinuation<[UInt8]?, any Error>?
+    private var reading = false
+    private var connectRequest: UnsafeMutablePointer<uv_connect_t>?
+    private var connectWaiter: UnsafeContinuation<Void, any Error>?
+    private var writes: [ObjectIdentifier: TCPWrite] = [:]
+    static let readBufferSize = 65_536
+    private var readBuffer: UnsafeMutableRawPointer?
+
+    init(loop: UVLoop, operation: String) throws(LoopError) {
+        guard loop.inLoop else { throw LoopError(.calledOffLoopThread, operation: operation) }
+        guard loop.acceptsNewHandles else { throw LoopError(.shutDown, operation: operation) }
+        self.loop = loop
+        handle = .allocate(capacity: 1)
+        let result = uv_tcp_init(loop.uvLoop, handle)
+        if result < 0 {
+            handle.deallocate()
+            throw LoopError(.libuv(result), operation: "uv_tcp_init")
+        }
+        handle.pointee.data = Unmanaged.passUnretained(self).toOpaque()
+        loop.handleOpened()
+        uv_tcp_nodelay(handle, 1)
+    }
+
+    deinit {
+        close(reason: nil)
+    }
+
+    var stream: UnsafeMutablePointer<uv_stream_t> { clibuv_tcp_as_stream(handle) }
+
+    var localPort: Int {
+        var storage = sockaddr_storage()
+        var length = Int32(MemoryLayout<sockaddr_storage>.size)
+        let result = withUnsafeMutablePointer(to: &storage) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { uv_tcp_getsockname(handle, $0, &length) }
+        }
+        guard result == 0 else { return 0 }
+        let family = storage.ss_family
+        return withUnsafePointer(to: &storage) { pointer in
+            if family == sa_family_t(AF_INET6) {
+                return pointer.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { Int(UInt16(bigEndian: $0.pointee.sin6_port)) }
+            }
+            return pointer.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { Int(UInt16(bigEndian: $0.pointee.sin_port)) }
+        }
+    }
+
+    private func closedError(_ operation: String) -> any Error {
+        closeReason ?? LoopError(.handleClosed, operation: operation)
+    }
+
+    // MARK: Listening
+
+    func startListening(backlog: Int32) throws(LoopError) {
+        try LoopError.check(uv_listen(stream, backlog, tcpConnectionCallback), "uv_listen")
+    }
+
+    fileprivate func connectionArrived(status: Int32) {
+        if status < 0 {
+            acceptWaiter.take()?.resume(throwing: LoopError(.libuv(status), operation: "accept"))
+            return
+        }
+        pendingConnections += 1
+        if let waiter = acceptWaiter.take() { completeAccept(waiter) }
+    }
+
+    private func completeAccept(_ waiter: UnsafeContinuation<TCPSocket, any Error>) {
+        pendingConnections -= 1
+        do {
+            let client = try TCPSocket(loop: loop, operation: "accept")
+            let result = uv_accept(stream, client.stream)
+            if result < 0 {
+                client.close(reason: nil)
+                waiter.resume(throwing: LoopError(.libuv(result), operation: "uv_accept"))
+            } else {
+                waiter.resume(returning: client)
+            }
+        } catch {
+            waiter.resume(throwing: error)
+        }
+    }
+
+    func accept() async throws -> TCPSocket {
+        try await withCancellation { continuation in
+            guard self.isOpen else { return continuation.resume(throwing: self.closedError("accept")) }
+            if self.pendingConnections > 0 {
+                self.completeAccept(continuation)
+            } else {
+                self.acceptWaiter = continuation
+            }
+        }
+    }
+
+    // MARK: Connecting
+
+    func connect(to address: inout sockaddr_storage, description: String) async throws {
+        let request = UnsafeMutablePointer<uv_connect_t>.allocate(capacity: 1)
+        request.pointee.data = Unmanaged.passUnretained(self).toOpaque()
+        var storage = address
+        try await withCancellation { (continuation: UnsafeContinuation<Void, any Error>) in
+            let result = withUnsafeMutablePointer(to: &storage) { pointer in
+                pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    uv_tcp_connect(request, self.handle, $0, tcpConnectCallback)
+                }
+            }
+            if result < 0 {
+                request.deallocate()
+                continuation.resume(throwing: LoopError(.libuv(result), operation: "uv_tcp_connect(\(description))"))
+                return
+            }
+            // The request is freed in its callback, which libuv always calls (ECANCELED on close).
+            self.connectRequest = request
+            self.connectWaiter = continuation
+        }
+    }
+
+    fileprivate func connected(status: Int32, request: UnsafeMutablePointer<uv_connect_t>) {
+        request.deallocate()
+        connectRequest = nil
+        guard let waiter = connectWaiter.take() else { return }
+        if status == 0 && isOpen {
+            waiter.resume()
+        } else if status == UV_ECANCELED.rawValue || !isOpen {
+            waiter.resume(throwing: closedError("connect"))
+        } else {
+            waiter.resume(throwing: LoopError(.libuv(status), operation: "connect"))
+        }
+    }
+
+    // MARK: Reading
+
+    func read() async throws -> [UInt8]? {
+        try await withCancellation { continuation in
+            guard self.isOpen else {
+                if self.closeReason == nil { return continuation.resume(returning: nil) }
+                return continuation.resume(throwing: self.closedError("read"))
+            }
+            self.readWaiter = continuation
+            if !self.reading {
+                let result = uv_read_start(self.stream, tcpAllocCallback, tcpReadCallback)
+                if result < 0 {
+                    self.readWaiter = nil
+                    continuation.resume(throwing: LoopError(.libuv(result), operation: "uv_read_start"))
+                    return
+                }
+                self.reading = true
+            }
+        }
+    }
+
+    fileprivate func allocate() -> UnsafeMutableRawPointer {
+        if let readBuffer { return readBuffer }
+        let buffer = UnsafeMutableRawPointer.allocate(byteCount: Self.readBufferSize, alignment: 16)
+        readBuffer = buffer
+        return buffer
+    }
+
+    fileprivate func received(count: Int) {
+        if count == 0 { return }  // EAGAIN: nothing this time
+        // One chunk per read(): stop until the next read() so data waits in the kernel, which is
+        // the backpressure a slow consumer needs.
+        uv_read_stop(stream)
+        reading = false
+        guard let waiter = readWaiter.take() else { return }
+        if count == Int(UV_EOF.rawValue) {
+            waiter.resume(returning: nil)
+        } else if count < 0 {
+            waiter.resume(throwing: LoopError(.libuv(Int32(count)), operation: "read"))
+        } else {
+            waiter.resume(returning: [UInt8](UnsafeRawBufferPointer(start: readBuffer, count: count)))
+        }
+    }
+
+    // MARK: Writing
+
+    func write(_ bytes: [UInt8]) async throws {
+        try await withCancellation { (continuation: UnsafeContinuation<Void, any Error>) in
+            do { try self.startWrite(bytes, waiter: continuation) } catch { continuation.resume(throwing: error) }
+        }
+    }
+
+    func send(_ bytes: [UInt8]) throws(LoopError) {
+        try startWrite(bytes, waiter: nil)
+    }
+
+    private func startWrite(_ bytes: [UInt8], waiter: UnsafeContinuation<Void, any Error>?) throws(LoopError) {
+        guard isOpen else { throw LoopError(.handleClosed, operation: "write") }
+        let write = TCPWrite(socket: self, bytes: bytes, waiter: waiter)
+        var buffer = uv_buf_init(write.bytes.baseAddress?.assumingMemoryBound(to: CChar.self), UInt32(write.bytes.count))
+        let result = uv_write(write.request, stream, &buffer, 1, tcpWriteCallback)
+        if result < 0 {
+            write.release()
+            throw LoopError(.libuv(result), operation: "uv_write")
+        }
+        writes[ObjectIdentifier(write)] = write  // alive until libuv calls back
+    }
+
+    fileprivate func written(_ write: TCPWrite, status: Int32) {
+        writes[ObjectIdentifier(write)] = nil
+        let waiter = write.waiter
+        write.release()
+        guard let waiter else { return }
+        if status == 0 {
+            waiter.resume()
+        } else if status == UV_ECANCELED.rawValue {
+            waiter.resume(throwing: closedError("write"))
+        } else {
+            waiter.resume(throwing: LoopError(.libuv(status), operation: "write"))
+        }
+    }
+
+    var queuedWriteBytes: Int { isOpen ? uv_stream_get_write_queue_size(stream) : 0 }
+
+    // MARK: Closing and cancellation
+
+    /// Closes the handle; waiters end with `reason` (nil: reads see end of stream, the
+    /// others a closed-handle error). Memory is freed in the close callback.
+    func close(reason: (any Error)?) {
+        guard isOpen else { return }
+        isOpen = false
+        closeReason = reason
+        if reading { uv_read_stop(stream) }
+        reading = false
+        acceptWaiter.take()?.resume(throwing: closedError("accept"))
+        if let waiter = readWaiter.take() {
+            if reason == nil { waiter.resume(returning: nil) } else { waiter.resume(throwing: reason!) }
+        }
+        // Pending connect and writes are answered by their callbacks, with ECANCELED.
+        let buffer = readBuffer
+        readBuffer = nil
+        handle.pointee.data = buffer  // the close callback frees it
+        uv_close(clibuv_tcp_as_handle(handle), tcpClosedCallback)
+    }
+
+    func closeForShutdown() { close(reason: CancellationError()) }
+
+    /// Runs `start` on the loop with a continuation; cancelling the task closes the socket.
+    private func withCancellation<T>(
+        _ start: @escaping (UnsafeContinuation<T, any Error>) -> Void
+    ) async throws -> T {
+        guard loop.inLoop else { throw LoopError(.calledOffLoopThread, operation: "TCP I/O") }
+        let box = UncheckedBox(self)
+        return try await withTaskCancellationHandler {
+            try await withUnsafeThrowingContinuation { continuation in
+                if Task.isCancelled {
+                    continuation.resume(throwing: CancellationError())
+                    box.value.close(reason: CancellationError())
+                    return
+                }
+                start(continuation)
+            }
+        } onCancel: {
+            let socket = box.value
+            if socket.loop.inLoop {
+                socket.close(reason: CancellationError())
+            } else {
+                try? socket.loop.execute { box.value.close(reason: CancellationError()) }
+            }
+        }
+    }
+}
+
+/// Carries a loop-thread object into a `@Sendable` closure that runs on the loop thread.
+struct UncheckedBox<Value>: @unchecked Sendable {
+    let value: Value
+    init(_ value: Value) { self.value = value }
+}
+
+/// One `uv_write`: the request and a copy of the bytes, both alive until libuv calls back.
+final class TCPWrite {
+    let request: UnsafeMutablePointer<uv_write_t>
+    let bytes: UnsafeMutableRawBufferPointer
+    let waiter: UnsafeContinuation<Void, any Error>?
+    let socket: TCPSocket
+
+    init(socket: TCPSocket, bytes source: [UInt8], waiter: UnsafeContinuation<Void, any Error>?) {
+        self.socket = socket
+        self.waiter = waiter
+        request = .allocate(capacity: 1)
+        bytes = .allocate(byteCount: max(source.count, 1), alignment: 1)
+        source.withUnsafeBytes { bytes.copyMemory(from: $0) }
+        request.pointee.data = Unmanaged.passUnretained(self).toOpaque()
+    }
+
+    func release() {
+        request.deallocate()
+        bytes.deallocate()
+    }
+}
+
+private func socket(of handle: UnsafeMutablePointer<uv_stream_t>?) -> TCPSocket? {
+    guard let data = handle?.pointee.data else { return nil }
+    return Unmanaged<TCPSocket>.fromOpaque(data).takeUnretainedValue()
+}
+
+private let tcpConnectionCallback: uv_connection_cb = { server, status in
+    socket(of: server)?.connectionArrived(status: status)
+}
+
+private let tcpConnectCallback: uv_connect_cb = { request, status in
+    let owner = Unmanaged<TCPSocket>.fromOpaque(request!.pointee.data).takeUnretainedValue()
+    owner.connected(status: status, request: request!)
+}
+
+private let tcpAllocCallback: uv_alloc_cb = { handle, _, buffer in
+    let owner = Unmanaged<TCPSocket>.fromOpaque(handle!.pointee.data).takeUnretainedValue()
+    buffer!.pointee = uv_buf_init(owner.allocate().assumingMemoryBound(to: CChar.self), UInt32(TCPSocket.readBufferSize))
+}
+
+private let tcpReadCallback: uv_read_cb = { stream, count, _ in
+    socket(of: stream)?.received(count: count)
+}
+
+private let tcpWriteCallback: uv_write_cb = { request, status in
+    let write = Unmanaged<TCPWrite>.fromOpaque(request!.pointee.data).takeUnretainedValue()
+    write.socket.written(write, status: status)
+}
+
+private let tcpClosedCallback: uv_close_cb = { handle in
+    let loop = Unmanaged<UVLoop>.fromOpaque(handle!.pointee.loop.pointee.data).takeUnretainedValue()
+    handle!.pointee.data?.deallocate()  // the read buffer, if any
+    handle!.withMemoryRebound(to: uv_tcp_t.self, capacity: 1) { $0.deallocate() }
+    loop.handleFreed()
+}
