@@ -8,6 +8,7 @@ let package = Package(
     products: [
         .library(name: "UVLoop", targets: ["UVLoop"]),
         .library(name: "TaskIdentity", targets: ["TaskIdentity"]),
+        .executable(name: "taskid", targets: ["taskid"]),
     ],
     targets: [
         .systemLibrary(
@@ -18,8 +19,10 @@ let package = Package(
         ),
         .target(name: "UVLoop", dependencies: ["CLibUV"]),
         .target(name: "TaskIdentity", dependencies: ["UVLoop"]),
+        .executableTarget(name: "taskid", dependencies: ["TaskIdentity", "UVLoop"]),
         .testTarget(name: "UVLoopTests", dependencies: ["UVLoop", "CLibUV"]),
         .testTarget(name: "TaskIdentityTests", dependencies: ["TaskIdentity", "UVLoop"]),
+        .testTarget(name: "taskidTests", dependencies: ["taskid", "TaskIdentity", "UVLoop"]),
     ],
     swiftLanguageModes: [.v6]
 )

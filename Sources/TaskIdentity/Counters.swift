@@ -4,6 +4,9 @@
 ///
 /// A value type; may be used on any thread.
 public struct RegistryCounters: Hashable, Sendable, CustomStringConvertible {
+    /// All zeros. May be called from any thread.
+    public init() {}
+
     /// Calls to `task(…)` that reached the registry.
     public var declared: UInt64 = 0
     /// Declarations whose id equalled the current one (nothing happened).
@@ -36,7 +39,8 @@ public struct RegistryCounters: Hashable, Sendable, CustomStringConvertible {
             + "live_slots=\(liveSlots) running_actions=\(runningActions) live_generations=\(liveGenerations)"
     }
 
-    static func + (lhs: Self, rhs: Self) -> Self {
+    /// The counters of two registries (or shards) added up, field by field.
+    public static func + (lhs: Self, rhs: Self) -> Self {
         var sum = lhs
         sum.declared += rhs.declared
         sum.unchanged += rhs.unchanged
