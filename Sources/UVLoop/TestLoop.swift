@@ -39,11 +39,11 @@ public final class TestLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomS
     private var serialExecutor: LoopSerialExecutor<TestLoop>!
 
     // Loop-thread state.
-    private var timers = TestTimerHeap()
+    private var timers = DeadlineHeap<TestTimer>()
     private var nextStartSequence: UInt64 = 0
     private var openTimers: [ObjectIdentifier: Unmanaged<TestTimer>] = [:]
     private var acceptsNewWork = true
-    let sleepers = SleepTracker()
+    let sleepers = SleepScheduler()
 
     /// Creates a test loop whose clock starts at `start` (default: 0).
     ///
@@ -159,7 +159,7 @@ public final class TestLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomS
     ///
     /// - Note: May be called from any task.
     public func sleep(until deadline: LoopInstant) async throws {
-        try await SleepOperation.sleep(on: self, tracker: sleepers, until: deadline)
+        try await SleepOperation.sleep(on: self, scheduler: sleepers, until: deadline)
     }
 
     /// Queues a job from the runtime for the next `run`/`advance` (after shutdown, runs it on
@@ -251,7 +251,7 @@ public final class TestLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomS
 }
 
 /// A virtual timer of a `TestLoop`. Loop thread only.
-final class TestTimer: LoopTimer {
+final class TestTimer: LoopTimer, DeadlineHeapNode {
     private unowned let loop: TestLoop
     let onFire: () -> Void
     var deadline: UInt64 = 0
@@ -294,68 +294,3 @@ final class TestTimer: LoopTimer {
     }
 }
 
-/// A binary min-heap of timers ordered by (deadline, start sequence); each timer knows its
-/// index so that stop and re-arm are O(log n) without searching.
-struct TestTimerHeap {
-    private var storage: [TestTimer] = []
-
-    var count: Int { storage.count }
-    var first: TestTimer? { storage.first }
-
-    private static func precedes(_ a: TestTimer, _ b: TestTimer) -> Bool {
-        a.deadline != b.deadline ? a.deadline < b.deadline : a.sequence < b.sequence
-    }
-
-    mutating func insert(_ timer: TestTimer) {
-        storage.append(timer)
-        timer.heapIndex = storage.count - 1
-        siftUp(storage.count - 1)
-    }
-
-    mutating func removeFirst() {
-        remove(storage[0])
-    }
-
-    mutating func remove(_ timer: TestTimer) {
-        let index = timer.heapIndex
-        precondition(index >= 0 && index < storage.count && storage[index] === timer, "BUG DETECTED: timer heap index")
-        let last = storage.count - 1
-        if index != last {
-            storage.swapAt(index, last)
-            storage[index].heapIndex = index
-        }
-        storage.removeLast()
-        timer.heapIndex = -1
-        if index < storage.count {
-            siftDown(index)
-            siftUp(index)
-        }
-    }
-
-    private mutating func siftUp(_ start: Int) {
-        var child = start
-        while child > 0 {
-            let parent = (child - 1) / 2
-            guard Self.precedes(storage[child], storage[parent]) else { return }
-            storage.swapAt(child, parent)
-            storage[child].heapIndex = child
-            storage[parent].heapIndex = parent
-            child = parent
-        }
-    }
-
-    private mutating func siftDown(_ start: Int) {
-        var parent = start
-        while true {
-            let left = 2 * parent + 1
-            guard left < storage.count else { return }
-            var smallest = left
-            if left + 1 < storage.count && Self.precedes(storage[left + 1], storage[left]) { smallest = left + 1 }
-            guard Self.precedes(storage[smallest], storage[parent]) else { return }
-            storage.swapAt(smallest, parent)
-            storage[smallest].heapIndex = smallest
-            storage[parent].heapIndex = parent
-            parent = smallest
-        }
-    }
-}

@@ -68,7 +68,7 @@ public final class UVLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomStr
     private var acceptsNewWork = true
     /// True while a timer callback runs (libuv's timer phase). Loop thread only.
     var inTimerPhase = false
-    let sleepers = SleepTracker()
+    let sleepers = SleepScheduler()
 
     /// The most jobs one turn runs before letting libuv poll for I/O and timers, so that a task
     /// that keeps re-enqueueing itself cannot starve them.
@@ -286,7 +286,7 @@ public final class UVLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomStr
     ///
     /// - Note: May be called from any task.
     public func sleep(until deadline: LoopInstant) async throws {
-        try await SleepOperation.sleep(on: self, tracker: sleepers, until: deadline)
+        try await SleepOperation.sleep(on: self, scheduler: sleepers, until: deadline)
     }
 
     // MARK: - Executor

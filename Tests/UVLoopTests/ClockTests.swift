@@ -54,7 +54,8 @@ struct ClockTests {
             sleeper.cancel()
             await #expect(throws: CancellationError.self) { try await sleeper.value }
             #expect(try await loop.submit { loop.sleepers.count } == 0)
-            #expect(loop.liveHandleCount == 2, "the sleep's timer handle was closed")
+            // The sleep left the heap; the one timer all sleeps share stays open until shutdown.
+            #expect(loop.liveHandleCount == 3)
         }
     }
 

@@ -1,0 +1,75 @@
+/// Something kept in a `DeadlineHeap`: ordered by deadline, equal deadlines by sequence (the
+/// order they were scheduled in), and knowing its own index so that removal needs no search.
+protocol DeadlineHeapNode: AnyObject {
+    var deadline: UInt64 { get }
+    var sequence: UInt64 { get }
+    /// The node's index in its heap, or -1 when it is in none.
+    var heapIndex: Int { get set }
+}
+
+/// A binary min-heap of nodes by (deadline, sequence): insert, remove and pop in O(log n),
+/// allocation-free once grown. Used for the test loop's virtual timers and the loop's sleeps.
+struct DeadlineHeap<Node: DeadlineHeapNode> {
+    private var storage: [Node] = []
+
+    var count: Int { storage.count }
+    var first: Node? { storage.first }
+    var nodes: [Node] { storage }
+
+    private static func precedes(_ a: Node, _ b: Node) -> Bool {
+        a.deadline != b.deadline ? a.deadline < b.deadline : a.sequence < b.sequence
+    }
+
+    mutating func insert(_ node: Node) {
+        storage.append(node)
+        node.heapIndex = storage.count - 1
+        siftUp(storage.count - 1)
+    }
+
+    mutating func removeFirst() {
+        remove(storage[0])
+    }
+
+    mutating func remove(_ node: Node) {
+        let index = node.heapIndex
+        precondition(index >= 0 && index < storage.count && storage[index] === node, "BUG DETECTED: heap index")
+        let last = storage.count - 1
+        if index != last {
+            storage.swapAt(index, last)
+            storage[index].heapIndex = index
+        }
+        storage.removeLast()
+        node.heapIndex = -1
+        if index < storage.count {
+            siftDown(index)
+            siftUp(index)
+        }
+    }
+
+    private mutating func siftUp(_ start: Int) {
+        var child = start
+        while child > 0 {
+            let parent = (child - 1) / 2
+            guard Self.precedes(storage[child], storage[parent]) else { return }
+            storage.swapAt(child, parent)
+            storage[child].heapIndex = child
+            storage[parent].heapIndex = parent
+            child = parent
+        }
+    }
+
+    private mutating func siftDown(_ start: Int) {
+        var parent = start
+        while true {
+            let left = 2 * parent + 1
+            guard left < storage.count else { return }
+            var smallest = left
+            if left + 1 < storage.count && Self.precedes(storage[left + 1], storage[left]) { smallest = left + 1 }
+            guard Self.precedes(storage[smallest], storage[parent]) else { return }
+            storage.swapAt(smallest, parent)
+            storage[smallest].heapIndex = smallest
+            storage[parent].heapIndex = parent
+            parent = smallest
+        }
+    }
+}
