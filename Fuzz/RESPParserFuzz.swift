@@ -1,0 +1,26 @@
+// libFuzzer target for the RESP request parser (Sources/taskid/RESPParser.swift), built by
+// scripts/fuzz with `swiftc -sanitize=fuzzer,address`. It feeds the input in two pieces (split
+// where the first byte says) and checks what the parser promises: it never crashes, every
+// request it returns respects the limits, and a protocol error is final.
+
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzzRESPParser(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
+    let bytes = Array(UnsafeBufferPointer(start: data, count: size))
+    let limits = RESPLimits(maxRequestBytes: 4096, maxArguments: 64)
+    var parser = RESPParser(limits: limits)
+    let split = bytes.isEmpty ? 0 : Int(bytes[0]) % (bytes.count + 1)
+    for piece in [bytes[..<split], bytes[split...]] {
+        parser.feed(piece)
+        do {
+            while let request = try parser.next() {
+                precondition(!request.isEmpty, "an empty request was returned")
+                precondition(request.count <= limits.maxArguments, "argument limit exceeded")
+                precondition(request.reduce(0) { $0 + $1.count } <= limits.maxRequestBytes, "size limit exceeded")
+            }
+        } catch {
+            return 0  // a protocol error closes the connection; nothing more is parsed
+        }
+        precondition(parser.pendingBytes <= bytes.count, "the parser invented bytes")
+    }
+    return 0
+}

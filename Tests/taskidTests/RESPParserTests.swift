@@ -1,0 +1,55 @@
+import Testing
+
+@testable import taskid
+
+@Suite("RESP request parser")
+struct RESPParserTests {
+    func parseAll(_ text: String, chunk: Int = .max, limits: RESPLimits = RESPLimits()) throws -> [[String]] {
+        var parser = RESPParser(limits: limits)
+        var requests: [[String]] = []
+        let bytes = Array(text.utf8)
+        var offset = 0
+        repeat {
+            let end = min(bytes.count, offset + chunk)
+            parser.feed(bytes[offset..<end])
+            offset = end
+            while let request = try parser.next() { requests.append(request.map { String(decoding: $0, as: UTF8.self) }) }
+        } while offset < bytes.count
+        return requests
+    }
+
+    @Test func arraysOfBulkStringsInAnySplit() throws {
+        let text = "*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$2\r\nv1\r\n*1\r\n$4\r\nPING\r\n"
+        for chunk in [1, 2, 3, 7, 1000] {
+            #expect(try parseAll(text, chunk: chunk) == [["SET", "k", "v1"], ["PING"]])
+        }
+    }
+
+    @Test func inlineCommandsAndEmptyRequests() throws {
+        #expect(try parseAll("PING\r\n\r\nSET  a   b\r\n*0\r\nGET a\r\n") == [["PING"], ["SET", "a", "b"], ["GET", "a"]])
+    }
+
+    @Test func bulkStringsMayHoldAnyBytes() throws {
+        #expect(try parseAll("*2\r\n$4\r\nECHO\r\n$4\r\na\r\nb\r\n") == [["ECHO", "a\r\nb"]])
+    }
+
+    @Test(arguments: [
+        ("*x\r\n", "invalid multibulk length"),
+        ("*1\r\n+OK\r\n", "expected '$', got '+'"),
+        ("*1\r\n$-5\r\n", "invalid bulk length"),
+        ("*1\r\n$3\r\nabcd\r\n", "bulk string not terminated by CRLF"),
+        ("*99999999\r\n", "invalid multibulk length"),
+    ])
+    func malformedInputIsATypedError(input: String, message: String) {
+        #expect(throws: RESPProtocolError(message: message)) { _ = try parseAll(input) }
+    }
+
+    @Test func oversizedRequestsAreRefusedBeforeTheyAreBuffered() {
+        let limits = RESPLimits(maxRequestBytes: 100, maxArguments: 8)
+        #expect(throws: RESPProtocolError.self) { _ = try parseAll("*1\r\n$5000\r\n", limits: limits) }
+        #expect(throws: RESPProtocolError.self) { _ = try parseAll("*9\r\n", limits: limits) }
+        #expect(throws: RESPProtocolError.self) {
+            _ = try parseAll(String(repeating: "x", count: 70_000), limits: RESPLimits())
+        }
+    }
+}
