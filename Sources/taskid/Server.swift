@@ -189,6 +189,16 @@ final class RegistryServer: @unchecked Sendable {
 
     /// Executes one request, appending its reply; returns false when the connection must close.
     func execute(_ request: [[UInt8]], into out: inout [UInt8]) async -> Bool {
+        // SET is the hot path (every identity change): no case conversion, two strings.
+        if request.count == 3, Self.isSET(request[0]) {
+            do {
+                try declare(key: String(decoding: request[1], as: UTF8.self), id: String(decoding: request[2], as: UTF8.self))
+                out.append(contentsOf: Self.okReply)
+            } catch {
+                RESPReply.error("ERR \(error)", into: &out)
+            }
+            return true
+        }
         let name = String(decoding: request[0], as: UTF8.self).uppercased()
         let arguments = request.dropFirst().map { String(decoding: $0, as: UTF8.self) }
         func arity(_ valid: Bool) -> Bool {
@@ -297,6 +307,13 @@ final class RegistryServer: @unchecked Sendable {
             RESPReply.error("ERR \(error)", into: &out)
         }
         return true
+    }
+
+    private static let okReply: [UInt8] = Array("+OK\r\n".utf8)
+
+    private static func isSET(_ name: [UInt8]) -> Bool {
+        name.count == 3 && name[0] | 0x20 == UInt8(ascii: "s") && name[1] | 0x20 == UInt8(ascii: "e")
+            && name[2] | 0x20 == UInt8(ascii: "t")
     }
 
     /// `SET key id`: declares the key's task with that identity.
