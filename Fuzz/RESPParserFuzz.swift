@@ -11,8 +11,9 @@ public func fuzzRESPParser(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let split = bytes.isEmpty ? 0 : Int(bytes[0]) % (bytes.count + 1)
     for piece in [bytes[..<split], bytes[split...]] {
         parser.feed(piece)
+        var request: [ArraySlice<UInt8>] = []
         do {
-            while let request = try parser.next() {
+            while try parser.next(into: &request) {
                 precondition(!request.isEmpty, "an empty request was returned")
                 precondition(request.count <= limits.maxArguments, "argument limit exceeded")
                 precondition(request.reduce(0) { $0 + $1.count } <= limits.maxRequestBytes, "size limit exceeded")

@@ -46,7 +46,17 @@ public final class TCPConnection: @unchecked Sendable {
     ///   loop shuts down; `LoopError` for a libuv error (e.g. `ECONNRESET`) or a closed connection.
     /// - Note: Loop thread only; one `read()` at a time.
     public func read() async throws -> [UInt8]? {
-        try await socket.read()
+        try await socket.read { Array($0) }
+    }
+
+    /// Reads the next bytes that arrive (up to 64 KiB) and hands them to `body` without copying
+    /// them first; returns `body`'s result, or `nil` at the end of the stream. The bytes are
+    /// valid only inside `body`.
+    ///
+    /// - Throws: as `read()`, or what `body` throws.
+    /// - Note: Loop thread only; one read at a time.
+    public func read<Result>(_ body: (UnsafeRawBufferPointer) throws -> Result) async throws -> Result? {
+        try await socket.read(body)
     }
 
     /// Writes `bytes` and returns once libuv has written them to the socket.
@@ -156,7 +166,7 @@ final class TCPSocket: @unchecked Sendable {
 
     private var acceptWaiter: UnsafeContinuation<TCPSocket, any Error>?
     private var pendingConnections = 0
-    private var readWaiter: UnsafeContinuation<[UInt8]?, any Error>?
+    private var readWaiter: UnsafeContinuation<Int, any Error>?
     private var reading = false
     private var connectRequest: UnsafeMutablePointer<uv_connect_t>?
     private var connectWaiter: UnsafeContinuation<Void, any Error>?
@@ -181,6 +191,7 @@ final class TCPSocket: @unchecked Sendable {
 
     deinit {
         close(reason: nil)
+        readBuffer?.deallocate()
     }
 
     var stream: UnsafeMutablePointer<uv_stream_t> { clibuv_tcp_as_stream(handle) }
@@ -285,10 +296,20 @@ final class TCPSocket: @unchecked Sendable {
 
     // MARK: Reading
 
-    func read() async throws -> [UInt8]? {
+    /// Waits for a chunk and hands it to `body`, or returns nil at the end of the stream.
+    func read<Result>(_ body: (UnsafeRawBufferPointer) throws -> Result) async throws -> Result? {
+        let count = try await readCount()
+        guard count > 0, let readBuffer else { return nil }
+        // The chunk stays in `readBuffer` until the next read starts libuv reading again, and
+        // the buffer lives as long as this object (it is freed in deinit, not at close).
+        return try body(UnsafeRawBufferPointer(start: readBuffer, count: count))
+    }
+
+    /// Waits for the next chunk; returns its size, or 0 at the end of the stream.
+    private func readCount() async throws -> Int {
         try await withCancellation { continuation in
             guard self.isOpen else {
-                if self.closeReason == nil { return continuation.resume(returning: nil) }
+                if self.closeReason == nil { return continuation.resume(returning: 0) }
                 return continuation.resume(throwing: self.closedError("read"))
             }
             self.readWaiter = continuation
@@ -319,11 +340,11 @@ final class TCPSocket: @unchecked Sendable {
         reading = false
         guard let waiter = readWaiter.take() else { return }
         if count == Int(UV_EOF.rawValue) {
-            waiter.resume(returning: nil)
+            waiter.resume(returning: 0)
         } else if count < 0 {
             waiter.resume(throwing: LoopError(.libuv(Int32(count)), operation: "read"))
         } else {
-            waiter.resume(returning: [UInt8](UnsafeRawBufferPointer(start: readBuffer, count: count)))
+            waiter.resume(returning: count)
         }
     }
 
@@ -379,12 +400,10 @@ final class TCPSocket: @unchecked Sendable {
         reading = false
         acceptWaiter.take()?.resume(throwing: closedError("accept"))
         if let waiter = readWaiter.take() {
-            if reason == nil { waiter.resume(returning: nil) } else { waiter.resume(throwing: reason!) }
+            if reason == nil { waiter.resume(returning: 0) } else { waiter.resume(throwing: reason!) }
         }
         // Pending connect and writes are answered by their callbacks, with ECANCELED.
-        let buffer = readBuffer
-        readBuffer = nil
-        handle.pointee.data = buffer  // the close callback frees it
+        handle.pointee.data = nil
         uv_close(clibuv_tcp_as_handle(handle), tcpClosedCallback)
     }
 
@@ -474,7 +493,6 @@ private let tcpWriteCallback: uv_write_cb = { request, status in
 
 private let tcpClosedCallback: uv_close_cb = { handle in
     let loop = Unmanaged<UVLoop>.fromOpaque(handle!.pointee.loop.pointee.data).takeUnretainedValue()
-    handle!.pointee.data?.deallocate()  // the read buffer, if any
     handle!.withMemoryRebound(to: uv_tcp_t.self, capacity: 1) { $0.deallocate() }
     loop.handleFreed()
 }

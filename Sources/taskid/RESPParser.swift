@@ -20,7 +20,9 @@ struct RESPProtocolError: Error, Equatable, CustomStringConvertible {
 /// An incremental parser: feed it bytes as they arrive, take complete requests out.
 ///
 /// Requests are returned in order; a request split across reads is completed by later feeds.
-/// Memory is bounded by `RESPLimits.maxRequestBytes` plus one read.
+/// Memory is bounded by `RESPLimits.maxRequestBytes` plus one read. Arguments are slices of the
+/// parser's buffer, not copies: empty the arguments array before the next `feed`, or feeding
+/// copies the whole buffer.
 struct RESPParser {
     private var buffer: [UInt8] = []
     private var position = 0
@@ -29,7 +31,7 @@ struct RESPParser {
     init(limits: RESPLimits = RESPLimits()) { self.limits = limits }
 
     /// Appends received bytes.
-    mutating func feed<Bytes: Sequence>(_ bytes: Bytes) where Bytes.Element == UInt8 {
+    mutating func feed<Bytes: Collection>(_ bytes: Bytes) where Bytes.Element == UInt8 {
         if position > 0 && position == buffer.count {
             buffer.removeAll(keepingCapacity: true)
             position = 0
@@ -43,26 +45,37 @@ struct RESPParser {
     /// Bytes received and not yet consumed by a complete request.
     var pendingBytes: Int { buffer.count - position }
 
-    /// The next complete request's arguments, `nil` if more bytes are needed.
+    /// The next complete request's arguments (as copies), `nil` if more bytes are needed.
     /// - Throws: `RESPProtocolError` for malformed or oversized input.
     mutating func next() throws(RESPProtocolError) -> [[UInt8]]? {
+        var arguments: [ArraySlice<UInt8>] = []
+        guard try next(into: &arguments) else { return nil }
+        return arguments.map { Array($0) }
+    }
+
+    /// Puts the next complete request's arguments into `arguments` (replacing what was there)
+    /// and returns true; returns false if more bytes are needed.
+    /// - Throws: `RESPProtocolError` for malformed or oversized input.
+    mutating func next(into arguments: inout [ArraySlice<UInt8>]) throws(RESPProtocolError) -> Bool {
+        arguments.removeAll(keepingCapacity: true)
         while position < buffer.count {
-            if buffer[position] == UInt8(ascii: "*") { return try nextArray() }
+            if buffer[position] == UInt8(ascii: "*") { return try nextArray(into: &arguments) }
             // Inline command; empty lines are skipped, as Redis does.
             guard let end = lineEnd(from: position) else {
                 if pendingBytes > min(limits.maxRequestBytes, 64 * 1024) {
                     throw RESPProtocolError(message: "too big inline request")
                 }
-                return nil
+                return false
             }
             let line = buffer[position..<end]
             position = end + 2
             let words = line.split(whereSeparator: { $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") || $0 == UInt8(ascii: "\r") })
             if words.isEmpty { continue }
             guard words.count <= limits.maxArguments else { throw RESPProtocolError(message: "too many arguments") }
-            return words.map { Array($0) }
+            arguments.append(contentsOf: words)
+            return true
         }
-        return nil
+        return false
     }
 
     /// Index of the `\r` of the next `\r\n` at or after `start`, if complete.
@@ -95,11 +108,11 @@ struct RESPParser {
         return negative ? -value : value
     }
 
-    private mutating func nextArray() throws(RESPProtocolError) -> [[UInt8]]? {
+    private mutating func nextArray(into arguments: inout [ArraySlice<UInt8>]) throws(RESPProtocolError) -> Bool {
         var cursor = position
         guard let headerEnd = lineEnd(from: cursor) else {
             if buffer.count - cursor > 32 { throw RESPProtocolError(message: "invalid multibulk length") }
-            return nil
+            return false
         }
         guard let count = integer(cursor + 1, headerEnd) else {
             throw RESPProtocolError(message: "invalid multibulk length")
@@ -108,19 +121,17 @@ struct RESPParser {
         cursor = headerEnd + 2
         if count <= 0 {
             position = cursor  // "*0" and "*-1" are empty requests; Redis skips them
-            return try next()
+            return try next(into: &arguments)
         }
-        var arguments: [[UInt8]] = []
-        arguments.reserveCapacity(min(count, 64))
         var requestBytes = cursor - position
         for _ in 0..<count {
-            guard cursor < buffer.count else { return try needMore(requestBytes) }
+            guard cursor < buffer.count else { return try needMore(&arguments) }
             guard buffer[cursor] == UInt8(ascii: "$") else {
                 throw RESPProtocolError(message: "expected '$', got '\(Character(Unicode.Scalar(buffer[cursor])))'")
             }
             guard let lengthEnd = lineEnd(from: cursor) else {
                 if buffer.count - cursor > 32 { throw RESPProtocolError(message: "invalid bulk length") }
-                return try needMore(requestBytes)
+                return try needMore(&arguments)
             }
             guard let length = integer(cursor + 1, lengthEnd), length >= 0 else {
                 throw RESPProtocolError(message: "invalid bulk length")
@@ -130,23 +141,24 @@ struct RESPParser {
                 throw RESPProtocolError(message: "request larger than \(limits.maxRequestBytes) bytes")
             }
             let dataStart = lengthEnd + 2
-            guard dataStart + length + 2 <= buffer.count else { return try needMore(requestBytes) }
+            guard dataStart + length + 2 <= buffer.count else { return try needMore(&arguments) }
             guard buffer[dataStart + length] == UInt8(ascii: "\r"), buffer[dataStart + length + 1] == UInt8(ascii: "\n")
             else {
                 throw RESPProtocolError(message: "bulk string not terminated by CRLF")
             }
-            arguments.append(Array(buffer[dataStart..<(dataStart + length)]))
+            arguments.append(buffer[dataStart..<(dataStart + length)])
             cursor = dataStart + length + 2
         }
         position = cursor
-        return arguments
+        return true
     }
 
-    private func needMore(_ requestBytesSoFar: Int) throws(RESPProtocolError) -> [[UInt8]]? {
+    private func needMore(_ arguments: inout [ArraySlice<UInt8>]) throws(RESPProtocolError) -> Bool {
+        arguments.removeAll(keepingCapacity: true)
         if pendingBytes > limits.maxRequestBytes {
             throw RESPProtocolError(message: "request larger than \(limits.maxRequestBytes) bytes")
         }
-        return nil
+        return false
     }
 }
 

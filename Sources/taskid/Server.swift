@@ -156,18 +156,15 @@ final class RegistryServer: @unchecked Sendable {
 
     private func serve(_ connection: TCPConnection) async {
         var parser = RESPParser(limits: RESPLimits(maxRequestBytes: configuration.maxRequestBytes))
+        var request: [ArraySlice<UInt8>] = []
         var output: [UInt8] = []
         while true {
-            let chunk: [UInt8]?
-            do { chunk = try await connection.read() } catch { return }
-            guard let chunk else { return }  // the client closed
-            parser.feed(chunk)
+            // The parser copies the bytes straight from the socket's buffer.
+            do { guard try await connection.read({ parser.feed($0) }) != nil else { return } } catch { return }
             var keepOpen = true
             while keepOpen {
-                let request: [[UInt8]]
                 do {
-                    guard let next = try parser.next() else { break }
-                    request = next
+                    guard try parser.next(into: &request) else { break }
                 } catch {
                     RESPReply.error("ERR \(error)", into: &output)
                     keepOpen = false
@@ -175,6 +172,7 @@ final class RegistryServer: @unchecked Sendable {
                 }
                 keepOpen = await execute(request, into: &output)
             }
+            request.removeAll(keepingCapacity: true)  // release the slices before the next feed
             if !output.isEmpty {
                 // Replies to a pipelined batch leave together, in order.
                 do { try connection.send(output) } catch { return }
@@ -188,7 +186,7 @@ final class RegistryServer: @unchecked Sendable {
     }
 
     /// Executes one request, appending its reply; returns false when the connection must close.
-    func execute(_ request: [[UInt8]], into out: inout [UInt8]) async -> Bool {
+    func execute(_ request: [ArraySlice<UInt8>], into out: inout [UInt8]) async -> Bool {
         // SET is the hot path (every identity change): no case conversion, two strings.
         if request.count == 3, Self.isSET(request[0]) {
             do {
@@ -311,9 +309,11 @@ final class RegistryServer: @unchecked Sendable {
 
     private static let okReply: [UInt8] = Array("+OK\r\n".utf8)
 
-    private static func isSET(_ name: [UInt8]) -> Bool {
-        name.count == 3 && name[0] | 0x20 == UInt8(ascii: "s") && name[1] | 0x20 == UInt8(ascii: "e")
-            && name[2] | 0x20 == UInt8(ascii: "t")
+    private static func isSET(_ name: ArraySlice<UInt8>) -> Bool {
+        guard name.count == 3 else { return false }
+        let start = name.startIndex
+        return name[start] | 0x20 == UInt8(ascii: "s") && name[start + 1] | 0x20 == UInt8(ascii: "e")
+            && name[start + 2] | 0x20 == UInt8(ascii: "t")
     }
 
     /// `SET key id`: declares the key's task with that identity.
