@@ -52,13 +52,13 @@ struct ServerConfiguration: Sendable {
 /// One registry shard and the results its runs committed. Loop-confined to the shard's loop.
 final class ServerShard: @unchecked Sendable {
     let loop: UVLoop
-    let registry: TaskRegistry<String>
+    let registry: TaskRegistry<ServerKey>
     /// The last committed result per key: the id whose run finished, and its generation.
-    var results: [String: (id: String, generation: UInt64)] = [:]
+    var results: [ServerKey: (id: String, generation: UInt64)] = [:]
 
     init(loop: UVLoop) {
         self.loop = loop
-        registry = TaskRegistry<String>(loop: loop)
+        registry = TaskRegistry<ServerKey>(loop: loop)
     }
 
     /// Runs `body` on this shard's loop: at once when already there, else hopping there.
@@ -93,7 +93,7 @@ final class RegistryServer: @unchecked Sendable {
         shards = group.loops.map(ServerShard.init(loop:))
     }
 
-    func shard(for key: String) -> ServerShard {
+    func shard(for key: ServerKey) -> ServerShard {
         shards[Int(UInt(bitPattern: key.hashValue) % UInt(shards.count))]
     }
 
@@ -190,7 +190,7 @@ final class RegistryServer: @unchecked Sendable {
         // SET is the hot path (every identity change): no case conversion, two strings.
         if request.count == 3, Self.isSET(request[0]) {
             do {
-                try declare(key: String(decoding: request[1], as: UTF8.self), id: String(decoding: request[2], as: UTF8.self))
+                try declare(key: ServerKey(request[1]), id: String(decoding: request[2], as: UTF8.self))
                 out.append(contentsOf: Self.okReply)
             } catch {
                 RESPReply.error("ERR \(error)", into: &out)
@@ -218,11 +218,11 @@ final class RegistryServer: @unchecked Sendable {
                 return false
             case "SET":
                 guard arity(arguments.count >= 2) else { return true }
-                try declare(key: arguments[0], id: arguments[1])
+                try declare(key: ServerKey(request[1]), id: arguments[1])
                 RESPReply.simple("OK", into: &out)
             case "GET":
                 guard arity(arguments.count == 1) else { return true }
-                let key = arguments[0]
+                let key = ServerKey(request[1])
                 let shard = shard(for: key)
                 if let result = try await shard.onLoop({ shard.results[key] }) {
                     RESPReply.arrayHeader(2, into: &out)
@@ -234,7 +234,7 @@ final class RegistryServer: @unchecked Sendable {
             case "DEL":
                 guard arity(arguments.count >= 1) else { return true }
                 var removed = 0
-                for key in arguments {
+                for key in request.dropFirst().map(ServerKey.init) {
                     let shard = shard(for: key)
                     let existed = try await shard.onLoop { () throws -> Bool in
                         let existed = shard.registry.contains(key)
@@ -248,7 +248,7 @@ final class RegistryServer: @unchecked Sendable {
             case "EXISTS":
                 guard arity(arguments.count >= 1) else { return true }
                 var count = 0
-                for key in arguments {
+                for key in request.dropFirst().map(ServerKey.init) {
                     let shard = shard(for: key)
                     if try await shard.onLoop({ shard.registry.contains(key) }) { count += 1 }
                 }
@@ -260,7 +260,7 @@ final class RegistryServer: @unchecked Sendable {
                 RESPReply.integer(total, into: &out)
             case "TASK.PHASE":
                 guard arity(arguments.count == 1) else { return true }
-                let key = arguments[0]
+                let key = ServerKey(request[1])
                 let shard = shard(for: key)
                 if let phase = try await shard.onLoop({ shard.registry.phase(of: key)?.description }) {
                     RESPReply.simple(phase, into: &out)
@@ -317,7 +317,7 @@ final class RegistryServer: @unchecked Sendable {
     }
 
     /// `SET key id`: declares the key's task with that identity.
-    private func declare(key: String, id: String) throws {
+    private func declare(key: ServerKey, id: String) throws {
         let shard = shard(for: key)
         let work = configuration.work
         let debounce = Duration.milliseconds(configuration.debounceMilliseconds)
