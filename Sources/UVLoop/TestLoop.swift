@@ -185,7 +185,7 @@ public final class TestLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomS
                 if next == nil { state.trampolineRunning = false }
                 return next
             }) {
-                run(next)
+                next.run(on: self)
             }
         }
     }
@@ -218,18 +218,7 @@ public final class TestLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomS
     }
 
     private func runQueuedWork() {
-        while let work = queue.withLock({ $0.work.popFirst() }) { run(work) }
-    }
-
-    private func run(_ work: LoopWork) {
-        switch work {
-        case .serialJob(let job):
-            job.runSynchronously(on: asUnownedSerialExecutor())
-        case .taskJob(let job):
-            job.runSynchronously(on: asUnownedTaskExecutor())
-        case .closure(let closure):
-            closure()
-        }
+        while let work = queue.withLock({ $0.work.popFirst() }) { work.run(on: self) }
     }
 
     fileprivate func arm(_ timer: TestTimer, at deadline: UInt64) {

@@ -371,18 +371,6 @@ public final class UVLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomStr
         enqueueLocal(.closure(work), priority: closurePriority)
     }
 
-    @inline(__always)
-    func run(_ work: LoopWork) {
-        switch work {
-        case .serialJob(let job):
-            job.runSynchronously(on: asUnownedSerialExecutor())
-        case .taskJob(let job):
-            job.runSynchronously(on: asUnownedTaskExecutor())
-        case .closure(let closure):
-            closure()
-        }
-    }
-
     /// Moves the cross-thread queue into the local one; starts shutdown when it was asked for.
     ///
     /// While batches keep arriving, the wake-up flag stays set and the loop polls the queue
@@ -412,7 +400,7 @@ public final class UVLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomStr
         runningLocalWork = true
         var budget = Self.jobsPerTurn
         while budget > 0, let work = local.popFirst() {
-            run(work)
+            work.run(on: self)
             budget &-= 1
         }
         runningLocalWork = false
@@ -514,7 +502,7 @@ public final class UVLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomStr
                 return state.incoming
             }
             if batch.isEmpty { return }
-            for item in batch { run(item.work) }
+            for item in batch { item.work.run(on: self) }
         }
     }
 

@@ -12,6 +12,19 @@ enum LoopWork {
     case closure(() -> Void)
 }
 
+extension LoopWork {
+    /// Runs the work on the calling thread, which must be `loop`'s: a serial job isolated to
+    /// the loop's serial face, a task job on its task-executor face, a closure as it is.
+    @inline(__always)
+    func run(on loop: some TaskLoop) {
+        switch self {
+        case .serialJob(let job): job.runSynchronously(on: loop.asUnownedSerialExecutor())
+        case .taskJob(let job): job.runSynchronously(on: loop.asUnownedTaskExecutor())
+        case .closure(let closure): closure()
+        }
+    }
+}
+
 /// The serial-executor face of a loop: the identity that `asUnownedSerialExecutor()` hands to
 /// actors, so that their jobs arrive apart from the jobs of tasks that prefer the loop.
 /// Owned by its loop; actors hold executors unowned, as they do any serial executor.
