@@ -43,7 +43,8 @@ public final class UVTimer: LoopTimer {
     /// - Note: Loop thread only.
     @inline(__always)
     public func start(after delay: Duration) throws(LoopError) {
-        try start(at: LoopInstant(nanoseconds: uv_hrtime()).advanced(by: delay))
+        let now = uv_hrtime()
+        try arm(deadline: LoopInstant(nanoseconds: now).advanced(by: delay).nanoseconds, now: now)
     }
 
     /// Arms the timer for `deadline`, never firing before it; re-arms it if it is running.
@@ -51,17 +52,21 @@ public final class UVTimer: LoopTimer {
     /// - Throws: `LoopError.handleClosed` after `close()`, `.shutDown` after the loop's shutdown.
     /// - Note: Loop thread only.
     public func start(at deadline: LoopInstant) throws(LoopError) {
+        try arm(deadline: deadline.nanoseconds, now: uv_hrtime())
+    }
+
+    @inline(__always)
+    private func arm(deadline: UInt64, now: UInt64) throws(LoopError) {
         guard let handle else { throw closedError("UVTimer.start") }
-        self.deadline = deadline.nanoseconds
+        self.deadline = deadline
         // A deadline already reached fires on the next turn. Otherwise round it up to a whole
         // millisecond of loop time (libuv's unit, and never earlier than the deadline); huge
         // deadlines saturate (libuv clamps loop time + timeout to UINT64_MAX itself).
         let timeout: UInt64
-        if deadline.nanoseconds <= uv_hrtime() {
+        if deadline <= now {
             timeout = 0
         } else {
-            let deadlineMilliseconds =
-                deadline.nanoseconds / 1_000_000 + (deadline.nanoseconds % 1_000_000 == 0 ? 0 : 1)
+            let deadlineMilliseconds = deadline / 1_000_000 + (deadline % 1_000_000 == 0 ? 0 : 1)
             let loopNow = uv_now(loop.uvLoop)
             timeout = deadlineMilliseconds > loopNow ? deadlineMilliseconds - loopNow : 0
         }
