@@ -70,13 +70,19 @@ final class PostedCalls<Operation>: @unchecked Sendable {
         if wasFull { pthread_cond_broadcast(drained) }
     }
 
-    /// Refuses further calls; with `dropping`, also forgets the queued ones.
+    /// Refuses further calls; with `dropping`, also takes the queued ones out and returns them,
+    /// so that the caller can answer the ones that someone waits for.
     @usableFromInline
-    func close(dropping: Bool) {
+    func close(dropping: Bool) -> [Operation] {
         pthread_mutex_lock(mutex)
         closed = true
-        if dropping { operations = [] }
+        var dropped: [Operation] = []
+        if dropping {
+            dropped = operations.compactMap { $0 }
+            operations = []
+        }
         pthread_mutex_unlock(mutex)
         pthread_cond_broadcast(drained)
+        return dropped
     }
 }

@@ -27,8 +27,9 @@ final class RegistryCore: @unchecked Sendable {
     /// Throttle state of throttled tasks, off the record (most tasks are not throttled, and a
     /// record's size is the footprint per slot).
     private var throttles: [ObjectIdentifier: ThrottleState] = [:]
-    /// The registry that owns this core, for publishing phases with their keys.
-    unowned(unsafe) var owner: AnyObject?
+    /// The registry that owns this core, for publishing phases with their keys. Weak: a
+    /// registry dropped without shutdown leaves running actions that still end here.
+    weak var owner: AnyObject?
     private var quiescedWaiters: [() -> Void] = []
     /// Records whose pending run starts at the end of this turn (see `scheduleStart`).
     private var startQueue: [AnyTaskRecord] = []
@@ -191,7 +192,8 @@ final class RegistryCore: @unchecked Sendable {
         if !record.waitingForThrottle {
             record.waitingForThrottle = true
             if state.timer == nil {
-                state.timer = try? loop.makeTimer { [unowned self, unowned record] in
+                state.timer = try? loop.makeTimer { [weak self, weak record] in
+                    guard let self, let record else { return }
                     record.waitingForThrottle = false
                     self.startWhenAllowed(record)
                 }

@@ -144,7 +144,8 @@ final class TaskRecord<Key: Hashable & Sendable>: AnyTaskRecord, @unchecked Send
     override func publish(generation: UInt64, phase: TaskPhase) {
         // The core's owner is this record's registry; reaching it through the core keeps a
         // pointer out of every record.
-        unsafeDowncast(core.owner!, to: TaskRegistry<Key>.self).publish(self, generation: generation, phase: phase)
+        guard let owner = core.owner else { return }  // the registry is gone; nobody observes
+        unsafeDowncast(owner, to: TaskRegistry<Key>.self).publish(self, generation: generation, phase: phase)
     }
 }
 

@@ -43,7 +43,9 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
     enum PostedOperation {
         case declare(Key, TaskName, (any Hashable & Sendable)?, TaskOptions.Values, TaskAction)
         case remove(Key)
-        case run(() -> Void)
+        case flush(UnsafeContinuation<Void, Never>)
+        case observe(Key, TaskName, AsyncStream<TaskPhaseUpdate>.Continuation)
+        case unobserve(ObserverKey, UInt64)
     }
 
     @usableFromInline
@@ -67,6 +69,15 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
     public init(loop: any TaskLoop) {
         core = RegistryCore(loop: loop)
         core.owner = self
+        // If the loop shuts down first, the registry shuts down with it (on the loop thread,
+        // before the loop closes its handles), so that every phase still ends final.
+        loop.onShutdown { [weak self] in self?.applyShutdown() }
+    }
+
+    deinit {
+        // Dropped without shutdown: its timers belong to the loop thread; close them there.
+        let core = self.core
+        if loop.inLoop { core.closeTimers() } else { try? loop.execute { core.closeTimers() } }
     }
 
     // MARK: - Declaring
@@ -197,18 +208,15 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
 
     // MARK: - Posting from other threads
 
-    @usableFromInline
-    func post(_ operation: @escaping () -> Void) throws(RegistryError) {
-        try post(.run(operation))
-    }
-
     @inlinable
     func post(_ operation: PostedOperation) throws(RegistryError) {
         guard try posted.append(operation) else { return }
         do {
             try loop.execute { [self] in self.runPosted() }  // one wake-up per batch
         } catch {
-            posted.close(dropping: true)
+            // The loop is gone: nothing posted can be applied any more. Answer the callers
+            // who wait (flush returns, observation streams end); declarations are refused.
+            for dropped in posted.close(dropping: true) { Self.abandon(dropped) }
             throw .shutDown
         }
     }
@@ -224,11 +232,25 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
                 apply(key, name: name, identity: identity, values: values, action: action)
             case .remove(let key):
                 applyRemove(key, reason: .removed)
-            case .run(let body):
-                body()
+            case .flush(let continuation):
+                continuation.resume()
+            case .observe(let key, let name, let continuation):
+                addObserver(continuation, key: key, name: name)
+            case .unobserve(let observerKey, let id):
+                removeObserver(observerKey, id: id)
             }
         }
         postedBuffer.removeAll(keepingCapacity: true)
+    }
+
+    /// Answers a posted call that can no longer be applied.
+    @usableFromInline
+    static func abandon(_ operation: PostedOperation) {
+        switch operation {
+        case .flush(let continuation): continuation.resume()
+        case .observe(_, _, let continuation): continuation.finish()
+        case .declare, .remove, .unobserve: break
+        }
     }
 
     /// Returns once every `task`/`remove` posted from other threads before this call has been
@@ -242,7 +264,7 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
         }
         await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
             do {
-                try post { continuation.resume() }
+                try post(.flush(continuation))
             } catch {
                 continuation.resume()  // shut down: nothing is pending any more
             }
@@ -308,16 +330,16 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
     /// - Note: May be called from any thread; the stream may be consumed anywhere.
     public func phaseUpdates(of key: Key, name: TaskName = .main) -> AsyncStream<TaskPhaseUpdate> {
         let (stream, continuation) = AsyncStream.makeStream(of: TaskPhaseUpdate.self)
-        let register = { [self] in self.addObserver(continuation, key: key, name: name) }
         if loop.inLoop {
-            register()
+            addObserver(continuation, key: key, name: name)
         } else {
-            do { try post(register) } catch { continuation.finish() }
+            do { try post(.observe(key, name, continuation)) } catch { continuation.finish() }
         }
         return stream
     }
 
-    private func addObserver(_ continuation: AsyncStream<TaskPhaseUpdate>.Continuation, key: Key, name: TaskName) {
+    @usableFromInline
+    func addObserver(_ continuation: AsyncStream<TaskPhaseUpdate>.Continuation, key: Key, name: TaskName) {
         guard !core.isShutDown else {
             continuation.finish()
             return
@@ -334,12 +356,16 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
                 showsProgress: current?.showsProgress ?? false))
         continuation.onTermination = { [weak self] _ in
             guard let self else { return }
-            let unregister = { self.removeObserver(observerKey, id: id) }
-            if self.loop.inLoop { unregister() } else { try? self.post(unregister) }
+            if self.loop.inLoop {
+                self.removeObserver(observerKey, id: id)
+            } else {
+                try? self.post(.unobserve(observerKey, id))
+            }
         }
     }
 
-    private func removeObserver(_ observerKey: ObserverKey, id: UInt64) {
+    @usableFromInline
+    func removeObserver(_ observerKey: ObserverKey, id: UInt64) {
         observers[observerKey]?[id] = nil
         if observers[observerKey]?.isEmpty == true {
             observers[observerKey] = nil
@@ -399,7 +425,7 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
 
     private func applyShutdown() {
         guard !core.isShutDown else { return }
-        posted.close(dropping: false)
+        _ = posted.close(dropping: false)
         runPosted()
         core.beginShutdown()
         for key in Array(slots.keys) { applyRemove(key, reason: .registryShutDown) }

@@ -29,6 +29,9 @@ public final class TCPListener: @unchecked Sendable {
 
     /// Stops listening and closes the socket. Idempotent. Loop thread only.
     public func close() { socket.close(reason: nil) }
+
+    /// Whether the listener is still open. Loop thread only.
+    public var isOpen: Bool { socket.isOpen }
 }
 
 /// A connected TCP stream on a loop: from `TCPListener.accept()` or `UVLoop.connect(host:port:)`.
@@ -261,10 +264,11 @@ final class TCPSocket: @unchecked Sendable {
     // MARK: Connecting
 
     func connect(to address: inout sockaddr_storage, description: String) async throws {
-        let request = UnsafeMutablePointer<uv_connect_t>.allocate(capacity: 1)
-        request.pointee.data = Unmanaged.passUnretained(self).toOpaque()
         var storage = address
         try await withCancellation { (continuation: UnsafeContinuation<Void, any Error>) in
+            // Allocated here, where it is certain to be handed to libuv (or freed at once).
+            let request = UnsafeMutablePointer<uv_connect_t>.allocate(capacity: 1)
+            request.pointee.data = Unmanaged.passUnretained(self).toOpaque()
             let result = withUnsafeMutablePointer(to: &storage) { pointer in
                 pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
                     uv_tcp_connect(request, self.handle, $0, tcpConnectCallback)

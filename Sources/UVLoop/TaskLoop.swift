@@ -28,6 +28,13 @@ public protocol TaskLoop: AnyObject, SerialExecutor, TaskExecutor, Sendable {
     /// - Note: Loop thread only, like every use of the returned timer.
     func makeTimer(_ onFire: @escaping () -> Void) throws(LoopError) -> any LoopTimer
 
+    /// Registers `body` to run on the loop thread when the loop's shutdown begins, before it
+    /// wakes sleeping tasks and closes its handles: where owners of loop state (a task
+    /// registry) settle it. Registered after shutdown began, `body` never runs.
+    ///
+    /// - Note: May be called from any thread.
+    func onShutdown(_ body: @escaping @Sendable () -> Void)
+
     /// Suspends the calling task until the loop's time reaches `deadline` (see `LoopClock`).
     ///
     /// - Throws: `CancellationError` when the task is cancelled or the loop shuts down while

@@ -34,6 +34,8 @@ public final class TestLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomS
     }
 
     private let queue = Locked(Queue())
+    /// `onShutdown` hooks; nil once they have run.
+    private let shutdownHooks = Locked<[@Sendable () -> Void]?>([])
     private let virtualNanoseconds: Atomic<UInt64>
     private let runnerThread = Atomic<UInt>(0)
     private var serialExecutor: LoopSerialExecutor<TestLoop>!
@@ -100,6 +102,11 @@ public final class TestLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomS
     public func shutdown() {
         asRunner {
             guard acceptsNewWork else { return }
+            let hooks = shutdownHooks.withLock { hooks in
+                defer { hooks = nil }
+                return hooks ?? []
+            }
+            for hook in hooks { hook() }
             acceptsNewWork = false
             sleepers.cancelAll()
             for timer in Array(openTimers.values) { timer.takeUnretainedValue().closeForShutdown() }
@@ -153,6 +160,13 @@ public final class TestLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomS
         let timer = TestTimer(loop: self, onFire: onFire)
         openTimers[ObjectIdentifier(timer)] = Unmanaged.passUnretained(timer)
         return timer
+    }
+
+    /// Registers a hook that runs when `shutdown()` begins; see `TaskLoop`.
+    ///
+    /// - Note: May be called from any thread.
+    public func onShutdown(_ body: @escaping @Sendable () -> Void) {
+        shutdownHooks.withLock { hooks in hooks?.append(body) }
     }
 
     /// Sleeps on a virtual timer until `deadline`; see `LoopClock.sleep(until:tolerance:)`.

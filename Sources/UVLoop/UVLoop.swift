@@ -49,6 +49,8 @@ public final class UVLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomStr
     }
 
     private let crossThread = Locked(CrossThreadState())
+    /// `onShutdown` hooks; nil once they have run.
+    private let shutdownHooks = Locked<[@Sendable () -> Void]?>([])
     private let loopThreadID = Atomic<UInt>(0)
     private let liveHandles = Atomic<Int>(0)
     private let loopCloseStatus = Atomic<Int32>(Int32.min)
@@ -282,6 +284,13 @@ public final class UVLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomStr
         return try UVTimer(loop: self, onFire: onFire)
     }
 
+    /// Registers a hook that runs on the loop thread when shutdown begins; see `TaskLoop`.
+    ///
+    /// - Note: May be called from any thread.
+    public func onShutdown(_ body: @escaping @Sendable () -> Void) {
+        shutdownHooks.withLock { hooks in hooks?.append(body) }
+    }
+
     /// Sleeps on a libuv timer until `deadline`; see `LoopClock.sleep(until:tolerance:)`.
     ///
     /// - Note: May be called from any task.
@@ -433,6 +442,11 @@ public final class UVLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomStr
     /// First half of shutdown, inside a callback: stop taking work, wake sleepers, close every
     /// handle, and make `uv_run` return so `finishShutdown` can drain outside any callback.
     private func beginShutdown() {
+        let hooks = shutdownHooks.withLock { hooks in
+            defer { hooks = nil }
+            return hooks ?? []
+        }
+        for hook in hooks { hook() }
         acceptsNewWork = false
         sleepers.cancelAll()
         uv_walk(uvLoop, uvLoopCloseForShutdown, nil)
@@ -456,16 +470,13 @@ public final class UVLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomStr
         if acceptsNewWork { beginShutdown() }
         // Let woken tasks finish and close callbacks run. Bounded: a task that re-enqueues
         // itself forever would otherwise keep the loop alive; it moves to the trampoline below.
-        var rounds = 0
-        while rounds < 10_000 {
+        for _ in 0..<10_000 {
             drainCrossThreadQueue()
             runLocalWork()
             uv_run(uvLoop, UV_RUN_NOWAIT)
-            rounds += 1
             let quiet = crossThread.withLock { $0.incoming.isEmpty }
             if quiet && local.isEmpty && liveHandles.load(ordering: .relaxed) == 2 { break }
         }
-        assert(rounds < 10_000, "BUG DETECTED: \(self) did not quiesce within 10000 rounds at shutdown")
 
         let waiters = crossThread.withLock { state -> [UnsafeContinuation<Void, Never>] in
             state.lifecycle = .shutDown
@@ -479,22 +490,16 @@ public final class UVLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomStr
         uv_run(uvLoop, UV_RUN_DEFAULT)
         loopCloseStatus.store(uv_loop_close(uvLoop), ordering: .releasing)
         loopThreadID.store(0, ordering: .releasing)
-        runShutDownTrampoline()
+        // Whoever waits for the shutdown is told first: work still queued (a task that keeps
+        // re-enqueueing itself) runs below on this thread, and must not hold the shutdown up.
         stopped.raise()
         for waiter in waiters { waiter.resume() }
-        runShutDownTrampoline(ifIdle: true)
+        runShutDownTrampoline()
     }
 
     /// After shutdown, runs queued jobs on the calling thread, one at a time, until none is left.
-    private func runShutDownTrampoline(ifIdle: Bool = false) {
-        if ifIdle {
-            let mine = crossThread.withLock { state -> Bool in
-                if state.trampolineRunning || state.incoming.isEmpty { return false }
-                state.trampolineRunning = true
-                return true
-            }
-            if !mine { return }
-        }
+    /// The caller must have set `trampolineRunning` under the lock.
+    private func runShutDownTrampoline() {
         while true {
             let batch = crossThread.withLock { state -> [(work: LoopWork, priority: UInt8)] in
                 if state.incoming.isEmpty { state.trampolineRunning = false }

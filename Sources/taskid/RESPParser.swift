@@ -6,8 +6,10 @@
 struct RESPLimits: Sendable {
     /// The most bytes one request (all its arguments and framing) may take.
     var maxRequestBytes: Int = 1 << 20
-    /// The most arguments one request may have.
-    var maxArguments: Int = 1 << 16
+    /// The most arguments one request may have. Small on purpose: an incomplete request is
+    /// parsed again from its start on each read, so this bounds that work (the registry's
+    /// commands take a few arguments; Redis's limit is far larger).
+    var maxArguments: Int = 1024
 }
 
 /// Why a request could not be parsed. The connection answers `-ERR Protocol error: …` and
@@ -59,7 +61,13 @@ struct RESPParser {
     mutating func next(into arguments: inout [ArraySlice<UInt8>]) throws(RESPProtocolError) -> Bool {
         arguments.removeAll(keepingCapacity: true)
         while position < buffer.count {
-            if buffer[position] == UInt8(ascii: "*") { return try nextArray(into: &arguments) }
+            if buffer[position] == UInt8(ascii: "*") {
+                switch try nextArray(into: &arguments) {
+                case .request: return true
+                case .needMore: return false
+                case .empty: continue  // "*0" and "*-1": skipped, as Redis does
+                }
+            }
             // Inline command; empty lines are skipped, as Redis does.
             guard let end = lineEnd(from: position) else {
                 if pendingBytes > min(limits.maxRequestBytes, 64 * 1024) {
@@ -108,11 +116,13 @@ struct RESPParser {
         return negative ? -value : value
     }
 
-    private mutating func nextArray(into arguments: inout [ArraySlice<UInt8>]) throws(RESPProtocolError) -> Bool {
+    private enum ArrayOutcome { case request, needMore, empty }
+
+    private mutating func nextArray(into arguments: inout [ArraySlice<UInt8>]) throws(RESPProtocolError) -> ArrayOutcome {
         var cursor = position
         guard let headerEnd = lineEnd(from: cursor) else {
             if buffer.count - cursor > 32 { throw RESPProtocolError(message: "invalid multibulk length") }
-            return false
+            return .needMore
         }
         guard let count = integer(cursor + 1, headerEnd) else {
             throw RESPProtocolError(message: "invalid multibulk length")
@@ -120,12 +130,13 @@ struct RESPParser {
         guard count <= limits.maxArguments else { throw RESPProtocolError(message: "invalid multibulk length") }
         cursor = headerEnd + 2
         if count <= 0 {
-            position = cursor  // "*0" and "*-1" are empty requests; Redis skips them
-            return try next(into: &arguments)
+            position = cursor
+            return .empty
         }
         var requestBytes = cursor - position
         for _ in 0..<count {
             guard cursor < buffer.count else { return try needMore(&arguments) }
+
             guard buffer[cursor] == UInt8(ascii: "$") else {
                 throw RESPProtocolError(message: "expected '$', got '\(Character(Unicode.Scalar(buffer[cursor])))'")
             }
@@ -150,15 +161,15 @@ struct RESPParser {
             cursor = dataStart + length + 2
         }
         position = cursor
-        return true
+        return .request
     }
 
-    private func needMore(_ arguments: inout [ArraySlice<UInt8>]) throws(RESPProtocolError) -> Bool {
+    private func needMore(_ arguments: inout [ArraySlice<UInt8>]) throws(RESPProtocolError) -> ArrayOutcome {
         arguments.removeAll(keepingCapacity: true)
         if pendingBytes > limits.maxRequestBytes {
             throw RESPProtocolError(message: "request larger than \(limits.maxRequestBytes) bytes")
         }
-        return false
+        return .needMore
     }
 }
 

@@ -36,6 +36,12 @@ enum ServerWork: Sendable, Equatable, CustomStringConvertible {
     }
 }
 
+/// Reports a problem the server survives, on standard error.
+func printServerError(_ message: String) {
+    var line = "taskid: \(message)\n"
+    line.withUTF8 { bytes in _ = write(2, bytes.baseAddress, bytes.count) }
+}
+
 /// `taskid serve`'s settings.
 struct ServerConfiguration: Sendable {
     var host = "127.0.0.1"
@@ -112,7 +118,18 @@ final class RegistryServer: @unchecked Sendable {
     private func acceptLoop(_ listener: TCPListener) async {
         while !stopping {
             let connection: TCPConnection
-            do { connection = try await listener.accept() } catch { return }
+            do {
+                connection = try await listener.accept()
+            } catch is CancellationError {
+                return
+            } catch {
+                // A failed accept (a peer that reset, EMFILE) must not stop the server. Pause
+                // a little so that running out of descriptors does not spin the loop.
+                if stopping || !listener.isOpen { return }
+                printServerError("accept failed: \(error)")
+                try? await frontLoop.clock.sleep(for: .milliseconds(10))
+                continue
+            }
             if clients.count >= configuration.maxClients {
                 var reply: [UInt8] = []
                 RESPReply.error("ERR max number of clients reached", into: &reply)
@@ -173,12 +190,17 @@ final class RegistryServer: @unchecked Sendable {
                 keepOpen = await execute(request, into: &output)
             }
             request.removeAll(keepingCapacity: true)  // release the slices before the next feed
+            if !keepOpen {
+                // The last replies (QUIT's +OK, a protocol error) must reach the client before
+                // the connection closes: closing cancels writes still queued.
+                try? await connection.write(output)
+                return
+            }
             if !output.isEmpty {
                 // Replies to a pipelined batch leave together, in order.
                 do { try connection.send(output) } catch { return }
                 output.removeAll(keepingCapacity: true)
             }
-            if !keepOpen { return }
             if connection.queuedWriteBytes > configuration.maxOutputBytes {
                 return  // the client stopped reading its replies; it cannot be told, only dropped
             }

@@ -223,6 +223,30 @@ struct RealLoopTests {
         #expect(loop.loopCloseResult == 0 && loop.liveHandleCount == 0)
     }
 
+    @Test func aLoopShuttingDownFirstShutsItsRegistryDownCleanly() async throws {
+        let loop = UVLoop(name: "registry")
+        try loop.start()
+        let registry = TaskRegistry<String>(loop: loop)
+        let running = registry.phaseUpdates(of: "running")
+        let debounced = registry.phaseUpdates(of: "debounced")
+        try registry.task("running", id: 1) { context in try await context.clock.sleep(for: .seconds(3600)) }
+        try registry.task("debounced", id: 1, debounce: .seconds(3600)) { _ in }
+        await registry.flush()
+        var runningPhases: [String] = []
+        for await update in running {
+            runningPhases.append(update.description)
+            if update.description == "g1 running" { break }
+        }
+        try loop.syncShutdown()  // the registry is never told; the loop's shutdown hook is
+        for await update in running { runningPhases.append(update.description) }
+        var debouncedPhases: [String] = []
+        for await update in debounced { debouncedPhases.append(update.description) }
+        #expect(runningPhases.last == "g1 cancelled(registryShutDown)")
+        #expect(debouncedPhases.last == "g1 cancelled(registryShutDown)")
+        #expect(loop.loopCloseResult == 0 && loop.liveHandleCount == 0)
+        #expect(throws: RegistryError.shutDown) { try registry.task("late", id: 1) { _ in } }
+    }
+
     @Test func shardedRegistryKeepsEachKeyOnOneLoop() async throws {
         let group = try UVLoopGroup(loops: 2)
         let registry = ShardedTaskRegistry<String>(group: group)

@@ -29,6 +29,10 @@ struct RESPParserTests {
         #expect(try parseAll("PING\r\n\r\nSET  a   b\r\n*0\r\nGET a\r\n") == [["PING"], ["SET", "a", "b"], ["GET", "a"]])
     }
 
+    @Test func manyEmptyRequestsAreSkippedWithoutRecursion() throws {
+        #expect(try parseAll(String(repeating: "*0\r\n", count: 50_000) + "*-1\r\nPING\r\n") == [["PING"]])
+    }
+
     @Test func bulkStringsMayHoldAnyBytes() throws {
         #expect(try parseAll("*2\r\n$4\r\nECHO\r\n$4\r\na\r\nb\r\n") == [["ECHO", "a\r\nb"]])
     }
