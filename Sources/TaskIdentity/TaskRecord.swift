@@ -12,7 +12,7 @@ final class TaskOptions: @unchecked Sendable {
     /// declaration's options with a record's costs no conversion; nanoseconds are computed
     /// once, when the options are interned.
     @usableFromInline
-    struct Values: Hashable {
+    struct Values: Hashable, Sendable {
         @usableFromInline var priority: UInt8
         @usableFromInline var policy: RestartPolicy
         @usableFromInline var debounce: Duration

@@ -112,6 +112,30 @@ struct PolicyTests {
         h.finish()
     }
 
+    @Test func aTemplateDeclaresLikeAClosureAndHandsTheActionItsKey() throws {
+        let h = RegistryHarness<String>()
+        let (loop, registry, log) = (h.loop, h.registry, h.log)
+        let load = try TaskTemplate<String>(debounce: .milliseconds(10)) { key, context in
+            try await context.clock.sleep(for: .milliseconds(5))
+            context.commit { log.add("\(key) \(context.id(as: Int.self)!) g\(context.generation)") }
+            #expect(context.key(as: String.self) == key)
+            #expect(context.key(as: Int.self) == nil)
+        }
+        try registry.task("a", id: 1, template: load)
+        try registry.task("b", id: 1, template: load)
+        loop.advance(ms: 5)
+        try registry.task("a", id: 2, template: load)  // inside the window: re-armed
+        try registry.task("b", id: 1, template: load)  // unchanged
+        loop.advance(ms: 100)
+        #expect(log.take().sorted() == ["a 2 g2", "b 1 g1"])
+        let counters = registry.counters
+        #expect(counters.coalesced == 1 && counters.unchanged == 1 && counters.finished == 2)
+        #expect(throws: RegistryError.invalidDuration(name: "throttle", .seconds(-1))) {
+            _ = try TaskTemplate<String>(throttle: .seconds(-1)) { _, _ in }
+        }
+        h.finish()
+    }
+
     @Test func failuresAreFailedButCancellationNeverIs() throws {
         struct Broken: Error {}
         let h = RegistryHarness<String>()

@@ -22,6 +22,8 @@ struct ChurnBench: ParsableCommand {
     @Option(help: "Producer threads other than the loop's (0: the loop thread produces).") var producers = 0
     @Option(help: "Registry loops (shards); with 0 producers each loop produces its own slots' changes.")
     var loops = 1
+    @Option(help: "How the registry is declared to: template (one TaskTemplate, no allocation per change) or closure (a closure per change).")
+    var api: RegistryAPI = .template
     @OptionGroup var common: CommonOptions
 
     func validate() throws {
@@ -43,6 +45,7 @@ struct ChurnBench: ParsableCommand {
             report.add("batch", batch)
             report.add("producers", producers)
             report.add("loops", implementation == .registry ? loops : 0)
+            report.add("api", implementation == .registry ? api.rawValue : "-")
             let ledger = SlotLedger(slots: slots)
             let measurement = Measurement()
             switch implementation {
@@ -74,6 +77,7 @@ struct ChurnBench: ParsableCommand {
         // Slot s belongs to shard s % loops, so each loop owns its slots (and its ledger entries).
         let shards = group.loops.map { TaskRegistry<Int>(loop: $0) }
         let debounce = Duration.milliseconds(debounceMilliseconds)
+        let declare = try Declarer(api: api, debounce: debounce, ledger: ledger)
         let (slots, changes, batch, loopCount) = (self.slots, self.changes, self.batch, self.loops)
 
         if producers == 0 {
@@ -84,7 +88,7 @@ struct ChurnBench: ParsableCommand {
                 try loop.execute {
                     produceOnLoop(
                         registry, loop: loop, shard: index, of: loopCount, slots: slots, changes: changes, batch: batch,
-                        debounce: debounce, ledger: ledger
+                        declare: declare, ledger: ledger
                     ) { finished.leave() }
                 }
             }
@@ -107,10 +111,7 @@ struct ChurnBench: ParsableCommand {
                         let slot = stream.nextSlot(slots)
                         guard slot % producerCount == index else { continue }
                         generations[slot] &+= 1
-                        let generation = generations[slot]
-                        try! shards[slot % loopCount].task(slot, id: generation, debounce: debounce) { context in
-                            context.commit { ledger.complete(slot: slot, generation: generation) }
-                        }
+                        try! declare(shards[slot % loopCount], slot: slot, generation: generations[slot])
                     }
                     posted.leave()
                 }
@@ -205,7 +206,7 @@ final class NaiveRecorder: @unchecked Sendable {
 /// batches, one batch per libuv turn (a zero-delay timer), then waits for quiescence.
 private func produceOnLoop(
     _ registry: TaskRegistry<Int>, loop: UVLoop, shard: Int, of shards: Int, slots: Int, changes: Int, batch: Int,
-    debounce: Duration, ledger: SlotLedger, done: @escaping @Sendable () -> Void
+    declare: Declarer, ledger: SlotLedger, done: @escaping @Sendable () -> Void
 ) {
     let producer = LoopLocal((stream: IdentityStream(), issued: 0))
     let progress = LoopLocal(ProgressLine(label: "churn registry"))
@@ -218,9 +219,7 @@ private func produceOnLoop(
             guard slot % shards == shard else { continue }
             let generation = ledger.declared[slot] &+ 1
             ledger.declared[slot] = generation
-            try! registry.task(slot, id: generation, debounce: debounce) { context in
-                context.commit { ledger.complete(slot: slot, generation: generation) }
-            }
+            try! declare(registry, slot: slot, generation: generation)
         }
         if shard == 0 { progress.value.update(done: producer.value.issued, of: changes) }
         if producer.value.issued < changes {
@@ -233,4 +232,42 @@ private func produceOnLoop(
         }
     }
     try! turn.timer!.start(after: .zero)
+}
+
+/// How the churn driver declares identity changes to the registry.
+enum RegistryAPI: String, ExpressibleByArgument {
+    case template
+    case closure
+}
+
+/// One identity change, declared through the chosen API. Either way the action commits the
+/// change's (slot, generation) to the ledger; with a template the slot comes from the run's key
+/// and the generation from its context (each change is a new identity, so they agree).
+struct Declarer: Sendable {
+    let api: RegistryAPI
+    let debounce: Duration
+    let ledger: SlotLedger
+    let template: TaskTemplate<Int>
+
+    init(api: RegistryAPI, debounce: Duration, ledger: SlotLedger) throws {
+        self.api = api
+        self.debounce = debounce
+        self.ledger = ledger
+        template = try TaskTemplate<Int>(debounce: debounce) { slot, context in
+            context.commit { ledger.complete(slot: slot, generation: context.generation) }
+        }
+    }
+
+    @inline(__always)
+    func callAsFunction(_ registry: TaskRegistry<Int>, slot: Int, generation: UInt64) throws {
+        switch api {
+        case .template:
+            try registry.task(slot, id: generation, template: template)
+        case .closure:
+            let ledger = self.ledger
+            try registry.task(slot, id: generation, debounce: debounce) { context in
+                context.commit { ledger.complete(slot: slot, generation: generation) }
+            }
+        }
+    }
 }

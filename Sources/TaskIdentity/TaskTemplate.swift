@@ -1,0 +1,70 @@
+import UVLoop
+
+/// A task's action and options, made once and used for many declarations. A declaration through
+/// a template passes only the key and the identity: no closure is allocated per change, and the
+/// action receives the slot's key.
+///
+/// ```swift
+/// let search = try TaskTemplate<SessionID>(debounce: .milliseconds(250)) { session, context in
+///     let query = context.id(as: String.self)!
+///     let results = try await backend.search(query)
+///     context.commit { sessions[session]?.show(results) }
+/// }
+/// try registry.task(session, id: query, template: search)   // per keystroke: no allocation
+/// ```
+///
+/// Immutable and `Sendable`; may be made and used on any thread, with any registry of its key type.
+public final class TaskTemplate<Key: Hashable & Sendable>: Sendable {
+    @usableFromInline let name: TaskName
+    @usableFromInline let values: TaskOptions.Values
+    @usableFromInline let action: TaskAction
+
+    /// Makes a template; the parameters mean what they mean for `TaskRegistry.task(…)`.
+    ///
+    /// - Parameter action: the work, given the slot's key and the run's context.
+    /// - Throws: `RegistryError.invalidDuration` for a negative duration.
+    /// - Note: May be called from any thread.
+    public init(
+        name: TaskName = .main,
+        priority: TaskPriority = .userInitiated,
+        debounce: Duration = .zero,
+        throttle: Duration = .zero,
+        policy: RestartPolicy = .cancelPrevious,
+        progressDelay: Duration? = nil,
+        action: @escaping @Sendable (Key, TaskContext) async throws -> Void
+    ) throws(RegistryError) {
+        self.name = name
+        self.values = try TaskOptions.Values(
+            priority: priority, policy: policy, debounce: debounce, throttle: throttle, progressDelay: progressDelay)
+        // One closure for every declaration: the key comes from the run's own record.
+        self.action = { context in
+            try await action(unsafeDowncast(context.run, to: TaskRecord<Key>.self).key, context)
+        }
+    }
+}
+
+extension TaskRegistry {
+    /// Declares the task of `template` in slot `key` with identity `id`, exactly as
+    /// `task(_:name:id:…:action:)` with the template's name, options and action, but without
+    /// allocating per call.
+    ///
+    /// - Throws: `RegistryError.shutDown` after shutdown.
+    /// - Note: May be called from any thread; on the loop thread it acts at once.
+    @inlinable
+    public func task<each ID: Hashable & Sendable>(
+        _ key: Key, id: repeat each ID, template: TaskTemplate<Key>
+    ) throws(RegistryError) {
+        try declare(
+            key, name: template.name, identity: makeIdentity(repeat each id), values: template.values,
+            action: template.action)
+    }
+}
+
+extension TaskContext {
+    /// The key of the slot this run belongs to, as `type` (nil if the key is of another type).
+    ///
+    /// - Note: May be called from any thread.
+    public func key<Key: Hashable & Sendable>(as type: Key.Type) -> Key? {
+        (run as? TaskRecord<Key>)?.key
+    }
+}
