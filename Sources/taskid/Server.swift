@@ -61,10 +61,27 @@ final class ServerShard: @unchecked Sendable {
     let registry: TaskRegistry<ServerKey>
     /// The last committed result per key: the id whose run finished, and its generation.
     var results: [ServerKey: (id: String, generation: UInt64)] = [:]
+    /// What every SET runs: one template, so a SET allocates no closure.
+    private(set) var work: TaskTemplate<ServerKey>!
 
-    init(loop: UVLoop) {
+    init(loop: UVLoop, configuration: ServerConfiguration) throws {
         self.loop = loop
         registry = TaskRegistry<ServerKey>(loop: loop)
+        let kind = configuration.work
+        work = try TaskTemplate<ServerKey>(debounce: .milliseconds(configuration.debounceMilliseconds)) {
+            [unowned self] key, context in
+            switch kind {
+            case .sleep(let milliseconds):
+                try await context.clock.sleep(for: .milliseconds(milliseconds))
+            case .upstream(let host, let port):
+                let connection = try await self.loop.connect(host: host, port: port)
+                defer { connection.close() }
+                try await connection.write(Array("PING\r\n".utf8))
+                _ = try await connection.read()
+            }
+            let id = context.id(as: String.self)!
+            context.commit { self.results[key] = (id, context.generation) }
+        }
     }
 
     /// Runs `body` on this shard's loop: at once when already there, else hopping there.
@@ -96,7 +113,7 @@ final class RegistryServer: @unchecked Sendable {
     init(configuration: ServerConfiguration) throws {
         self.configuration = configuration
         group = try UVLoopGroup(loops: configuration.loops, namePrefix: "taskid")
-        shards = group.loops.map(ServerShard.init(loop:))
+        shards = try group.loops.map { try ServerShard(loop: $0, configuration: configuration) }
     }
 
     func shard(for key: ServerKey) -> ServerShard {
@@ -341,20 +358,7 @@ final class RegistryServer: @unchecked Sendable {
     /// `SET key id`: declares the key's task with that identity.
     private func declare(key: ServerKey, id: String) throws {
         let shard = shard(for: key)
-        let work = configuration.work
-        let debounce = Duration.milliseconds(configuration.debounceMilliseconds)
-        try shard.registry.task(key, id: id, debounce: debounce) { context in
-            switch work {
-            case .sleep(let milliseconds):
-                try await context.clock.sleep(for: .milliseconds(milliseconds))
-            case .upstream(let host, let port):
-                let connection = try await shard.loop.connect(host: host, port: port)
-                defer { connection.close() }
-                try await connection.write(Array("PING\r\n".utf8))
-                _ = try await connection.read()
-            }
-            context.commit { shard.results[key] = (id, context.generation) }
-        }
+        try shard.registry.task(key, id: id, template: shard.work)
     }
 
     /// The registry's counters in Redis's INFO format.
