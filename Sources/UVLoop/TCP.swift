@@ -171,6 +171,12 @@ final class TCPSocket: @unchecked Sendable {
     private var pendingConnections = 0
     private var readWaiter: UnsafeContinuation<Int, any Error>?
     private var reading = false
+    /// `readBuffer` holds a chunk its consumer has not finished with.
+    private var bufferBusy = false
+    /// A chunk that arrived while no read was waiting.
+    private var pendingRead: Int?
+    /// The end of the stream (`UV_EOF`) or a read error, once seen.
+    private var endOfStream: Int?
     private var connectRequest: UnsafeMutablePointer<uv_connect_t>?
     private var connectWaiter: UnsafeContinuation<Void, any Error>?
     private var writes: [ObjectIdentifier: TCPWrite] = [:]
@@ -304,14 +310,25 @@ final class TCPSocket: @unchecked Sendable {
     func read<Result>(_ body: (UnsafeRawBufferPointer) throws -> Result) async throws -> Result? {
         let count = try await readCount()
         guard count > 0, let readBuffer else { return nil }
-        // The chunk stays in `readBuffer` until the next read starts libuv reading again, and
-        // the buffer lives as long as this object (it is freed in deinit, not at close).
+        // The chunk stays in `readBuffer` until `body` is done: while it is busy, libuv gets no
+        // buffer to read into. The buffer lives as long as this object (freed in deinit).
+        defer { bufferBusy = false }
         return try body(UnsafeRawBufferPointer(start: readBuffer, count: count))
     }
 
     /// Waits for the next chunk; returns its size, or 0 at the end of the stream.
+    ///
+    /// Reading stays on between reads (stopping and restarting costs two `epoll_ctl` calls per
+    /// chunk). Backpressure still holds: while a chunk waits to be consumed, libuv is given no
+    /// buffer, the bytes stay in the kernel, and after one refusal (`UV_ENOBUFS`) reading stops
+    /// until the next read.
     private func readCount() async throws -> Int {
-        try await withCancellation { continuation in
+        if let result = pendingRead {
+            pendingRead = nil
+            return try readResult(result)
+        }
+        if let result = endOfStream { return try readResult(result) }
+        return try await withCancellation { continuation in
             guard self.isOpen else {
                 if self.closeReason == nil { return continuation.resume(returning: 0) }
                 return continuation.resume(throwing: self.closedError("read"))
@@ -329,7 +346,13 @@ final class TCPSocket: @unchecked Sendable {
         }
     }
 
-    fileprivate func allocate() -> UnsafeMutableRawPointer {
+    private func readResult(_ count: Int) throws -> Int {
+        if count < 0 && count != Int(UV_EOF.rawValue) { throw LoopError(.libuv(Int32(count)), operation: "read") }
+        return max(count, 0)
+    }
+
+    fileprivate func allocate() -> UnsafeMutableRawPointer? {
+        if bufferBusy { return nil }  // libuv answers UV_ENOBUFS; see readCount
         if let readBuffer { return readBuffer }
         let buffer = UnsafeMutableRawPointer.allocate(byteCount: Self.readBufferSize, alignment: 16)
         readBuffer = buffer
@@ -338,17 +361,26 @@ final class TCPSocket: @unchecked Sendable {
 
     fileprivate func received(count: Int) {
         if count == 0 { return }  // EAGAIN: nothing this time
-        // One chunk per read(): stop until the next read() so data waits in the kernel, which is
-        // the backpressure a slow consumer needs.
-        uv_read_stop(stream)
-        reading = false
-        guard let waiter = readWaiter.take() else { return }
-        if count == Int(UV_EOF.rawValue) {
-            waiter.resume(returning: 0)
-        } else if count < 0 {
-            waiter.resume(throwing: LoopError(.libuv(Int32(count)), operation: "read"))
+        if count == Int(UV_ENOBUFS.rawValue) {
+            uv_read_stop(stream)  // the consumer is behind: let the kernel hold the bytes
+            reading = false
+            return
+        }
+        if count > 0 {
+            bufferBusy = true
         } else {
-            waiter.resume(returning: count)
+            uv_read_stop(stream)  // end of stream or an error: nothing more will come
+            reading = false
+            endOfStream = count
+        }
+        if let waiter = readWaiter.take() {
+            if count > 0 || count == Int(UV_EOF.rawValue) {
+                waiter.resume(returning: max(count, 0))
+            } else {
+                waiter.resume(throwing: LoopError(.libuv(Int32(count)), operation: "read"))
+            }
+        } else if count > 0 {
+            pendingRead = count  // arrived between reads; the next read takes it
         }
     }
 
@@ -483,7 +515,11 @@ private let tcpConnectCallback: uv_connect_cb = { request, status in
 
 private let tcpAllocCallback: uv_alloc_cb = { handle, _, buffer in
     let owner = Unmanaged<TCPSocket>.fromOpaque(handle!.pointee.data).takeUnretainedValue()
-    buffer!.pointee = uv_buf_init(owner.allocate().assumingMemoryBound(to: CChar.self), UInt32(TCPSocket.readBufferSize))
+    if let memory = owner.allocate() {
+        buffer!.pointee = uv_buf_init(memory.assumingMemoryBound(to: CChar.self), UInt32(TCPSocket.readBufferSize))
+    } else {
+        buffer!.pointee = uv_buf_init(nil, 0)
+    }
 }
 
 private let tcpReadCallback: uv_read_cb = { stream, count, _ in
