@@ -17,10 +17,10 @@ final class DeadlineQueue<Entry: DeadlineEntry> {
     let delayNanoseconds: UInt64
     // Entries carry their own deadline: a (deadline, entry) tuple would double the ring's
     // stride for debounce entries (measured in the 1M-slot footprint run).
-    private var entries = RingBuffer<Entry>()
-    private var timer: (any LoopTimer)?
-    private var armed = false
-    private var due: [Entry] = []
+    @exclusivity(unchecked) private var entries = RingBuffer<Entry>()
+    @exclusivity(unchecked) private var timer: (any LoopTimer)?
+    @exclusivity(unchecked) private var armed = false
+    @exclusivity(unchecked) private var due: [Entry] = []
 
     init(delayNanoseconds: UInt64) {
         self.delayNanoseconds = delayNanoseconds

@@ -7,6 +7,10 @@ import UVLoop
 @usableFromInline
 final class RegistryCore: @unchecked Sendable {
     @usableFromInline let loop: any TaskLoop
+    /// `loop` without reference counting, for the calls made on every change (`now`,
+    /// `inLoop`): copying the existential out of `loop` retains and releases it each time.
+    /// Safe because `loop` keeps the loop alive as long as this core exists.
+    @usableFromInline unowned(unsafe) let unretainedLoop: any TaskLoop
     let clock: LoopClock
     /// The counters live behind a pointer: they change on every declaration, and as a class's
     /// stored property each `+= 1` would pay a dynamic exclusivity check.
@@ -26,18 +30,19 @@ final class RegistryCore: @unchecked Sendable {
     private var progressQueues: [UInt64: DeadlineQueue<ProgressEntry>] = [:]
     /// Throttle state of throttled tasks, off the record (most tasks are not throttled, and a
     /// record's size is the footprint per slot).
-    private var throttles: [ObjectIdentifier: ThrottleState] = [:]
+    @exclusivity(unchecked) private var throttles: [ObjectIdentifier: ThrottleState] = [:]
     /// The registry that owns this core, for publishing phases with their keys. Weak: a
     /// registry dropped without shutdown leaves running actions that still end here.
     weak var owner: AnyObject?
     private var quiescedWaiters: [() -> Void] = []
     /// Records whose pending run starts at the end of this turn (see `scheduleStart`).
-    private var startQueue: [AnyTaskRecord] = []
-    private var startingNow: [AnyTaskRecord] = []
-    private var flushScheduled = false
+    @exclusivity(unchecked) private var startQueue: [AnyTaskRecord] = []
+    @exclusivity(unchecked) private var startingNow: [AnyTaskRecord] = []
+    @exclusivity(unchecked) private var flushScheduled = false
 
     init(loop: any TaskLoop) {
         self.loop = loop
+        self.unretainedLoop = loop
         self.clock = loop.clock
     }
 
@@ -110,7 +115,7 @@ final class RegistryCore: @unchecked Sendable {
             cancelCurrentRun(record, reason: .identityChanged)
         }
         if let queue = options.debounceQueue {
-            let now = loop.now.nanoseconds
+            let now = unretainedLoop.now.nanoseconds
             record.waitingForDebounce = true
             record.debounceDeadline = now &+ queue.delayNanoseconds
             queue.push(DebounceEntry(record: record, deadline: record.debounceDeadline))

@@ -77,39 +77,44 @@ struct ProgressEntry: DeadlineEntry {
 
 /// One task of one slot: its identity, its generations, its pending and running runs.
 ///
+/// Its stored properties skip dynamic exclusivity checks (`@exclusivity(unchecked)`): they are
+/// touched only on the loop thread, by code that never holds an access across a call, and the
+/// checks were about a tenth of a debounced change's cost (as for the slot table, the deadline
+/// queues and the loop's own queues, marked the same way).
+///
 /// Loop thread only. Records are referenced by the slot table, by their running Swift tasks
 /// and by deadline-queue entries, so a removed record lives until none of them needs it.
 @usableFromInline
 class AnyTaskRecord: RunOwner, @unchecked Sendable {
     @usableFromInline let name: TaskName
     unowned(unsafe) let core: RegistryCore
-    @usableFromInline var nextInSlot: AnyTaskRecord?
+    @exclusivity(unchecked) @usableFromInline var nextInSlot: AnyTaskRecord?
 
-    var identity: (any Hashable & Sendable)?
-    var generation: UInt64 = 0
-    @usableFromInline var options: TaskOptions
+    @exclusivity(unchecked) var identity: (any Hashable & Sendable)?
+    @exclusivity(unchecked) var generation: UInt64 = 0
+    @exclusivity(unchecked) @usableFromInline var options: TaskOptions
 
     /// The action of the latest generation while it has not started.
-    var pendingAction: TaskAction?
-    var debounceDeadline: UInt64 = 0
-    var waitingForDebounce = false
-    var waitingForPrevious = false
-    var waitingForThrottle = false
+    @exclusivity(unchecked) var pendingAction: TaskAction?
+    @exclusivity(unchecked) var debounceDeadline: UInt64 = 0
+    @exclusivity(unchecked) var waitingForDebounce = false
+    @exclusivity(unchecked) var waitingForPrevious = false
+    @exclusivity(unchecked) var waitingForThrottle = false
     /// Queued to start at the end of this loop turn.
-    var startScheduled = false
+    @exclusivity(unchecked) var startScheduled = false
 
     /// The current run's task, while it is current.
-    var runningTask: Task<Void, Never>?
-    var runGeneration: UInt64 = 0
-    var runIsCurrent = false
-    var hasRun = false
+    @exclusivity(unchecked) var runningTask: Task<Void, Never>?
+    @exclusivity(unchecked) var runGeneration: UInt64 = 0
+    @exclusivity(unchecked) var runIsCurrent = false
+    @exclusivity(unchecked) var hasRun = false
     /// Cancelled runs whose Swift tasks have not ended yet.
-    var endingRuns: Int32 = 0
+    @exclusivity(unchecked) var endingRuns: Int32 = 0
 
-    var phase: TaskPhase = .idle
-    var showsProgress = false
-    var removed = false
-    @usableFromInline var hasObservers = false
+    @exclusivity(unchecked) var phase: TaskPhase = .idle
+    @exclusivity(unchecked) var showsProgress = false
+    @exclusivity(unchecked) var removed = false
+    @exclusivity(unchecked) @usableFromInline var hasObservers = false
 
     @usableFromInline
     init(name: TaskName, core: RegistryCore, options: TaskOptions) {

@@ -30,10 +30,10 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
     // unspecialized generic code pays a metadata lookup per dictionary access (profiled at
     // about a fifth of a debounced change's cost).
     @usableFromInline let core: RegistryCore
-    @usableFromInline var slots: [Key: TaskRecord<Key>] = [:]
+    @exclusivity(unchecked) @usableFromInline var slots: [Key: TaskRecord<Key>] = [:]
     @usableFromInline let posted = PostedCalls<PostedOperation>()
-    @usableFromInline var postedBuffer: [PostedOperation?] = []
-    @usableFromInline var observers: [ObserverKey: [UInt64: AsyncStream<TaskPhaseUpdate>.Continuation]] = [:]
+    @exclusivity(unchecked) @usableFromInline var postedBuffer: [PostedOperation?] = []
+    @exclusivity(unchecked) @usableFromInline var observers: [ObserverKey: [UInt64: AsyncStream<TaskPhaseUpdate>.Continuation]] = [:]
     private var nextObserverID: UInt64 = 0
 
     /// A call from another thread, queued for the loop. Declarations are stored as values, not
@@ -126,7 +126,7 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
         _ key: Key, name: TaskName, identity: (any Hashable & Sendable)?, values: TaskOptions.Values,
         action: @escaping TaskAction
     ) throws(RegistryError) {
-        if loop.inLoop {
+        if core.unretainedLoop.inLoop {
             guard !core.isShutDown else { throw .shutDown }
             apply(key, name: name, identity: identity, values: values, action: action)
         } else {

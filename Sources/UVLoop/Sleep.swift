@@ -19,11 +19,11 @@ final class SleepRequest: DeadlineHeapNode, @unchecked Sendable {
 ///
 /// Loop thread only.
 final class SleepScheduler: @unchecked Sendable {
-    private var heap = DeadlineHeap<SleepRequest>()
-    private var timer: (any LoopTimer)?
-    private var armedDeadline = UInt64.max
-    private var nextSequence: UInt64 = 0
-    private var due: [SleepRequest] = []
+    @exclusivity(unchecked) private var heap = DeadlineHeap<SleepRequest>()
+    @exclusivity(unchecked) private var timer: (any LoopTimer)?
+    @exclusivity(unchecked) private var armedDeadline = UInt64.max
+    @exclusivity(unchecked) private var nextSequence: UInt64 = 0
+    @exclusivity(unchecked) private var due: [SleepRequest] = []
 
     /// Sleeps waiting now.
     var count: Int { heap.count }

@@ -62,14 +62,14 @@ public final class UVLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomStr
     let uvLoop: UnsafeMutablePointer<uv_loop_t>
     private let wakeup: UnsafeMutablePointer<uv_async_t>
     private let idle: UnsafeMutablePointer<uv_idle_t>
-    private var local = PriorityWorkQueue()
-    private var idleRunning = false
-    private var runningLocalWork = false
-    private var pollingCrossThread = false
-    private var drainBuffer: [(work: LoopWork, priority: UInt8)] = []
-    private var acceptsNewWork = true
+    @exclusivity(unchecked) private var local = PriorityWorkQueue()
+    @exclusivity(unchecked) private var idleRunning = false
+    @exclusivity(unchecked) private var runningLocalWork = false
+    @exclusivity(unchecked) private var pollingCrossThread = false
+    @exclusivity(unchecked) private var drainBuffer: [(work: LoopWork, priority: UInt8)] = []
+    @exclusivity(unchecked) private var acceptsNewWork = true
     /// True while a timer callback runs (libuv's timer phase). Loop thread only.
-    var inTimerPhase = false
+    @exclusivity(unchecked) var inTimerPhase = false
     let sleepers = SleepScheduler()
 
     /// The most jobs one turn runs before letting libuv poll for I/O and timers, so that a task
