@@ -254,7 +254,9 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
     }
 
     /// Returns once every `task`/`remove` posted from other threads before this call has been
-    /// applied.
+    /// applied. Call it before reading what those calls did (`countersSnapshot()`, a
+    /// `submit` on the loop): a posted call is applied in its batch, which may run after a
+    /// closure you post to the loop yourself.
     ///
     /// - Note: May be called from any task.
     public func flush() async {
