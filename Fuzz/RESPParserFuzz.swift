@@ -3,6 +3,7 @@
 // where the first byte says) and checks what the parser promises: it never crashes, every
 // request it returns respects the limits, and a protocol error is final.
 
+/// libFuzzer's entry point: parses one input; traps if the parser breaks a promise.
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzRESPParser(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let bytes = Array(UnsafeBufferPointer(start: data, count: size))

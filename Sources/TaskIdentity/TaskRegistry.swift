@@ -33,7 +33,8 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
     @exclusivity(unchecked) @usableFromInline var slots: [Key: TaskRecord<Key>] = [:]
     @usableFromInline let posted = PostedCalls<PostedOperation>()
     @exclusivity(unchecked) @usableFromInline var postedBuffer: [PostedOperation?] = []
-    @exclusivity(unchecked) @usableFromInline var observers: [ObserverKey: [UInt64: AsyncStream<TaskPhaseUpdate>.Continuation]] = [:]
+    @exclusivity(unchecked) @usableFromInline var observers:
+        [ObserverKey: [UInt64: AsyncStream<TaskPhaseUpdate>.Continuation]] = [:]
     private var nextObserverID: UInt64 = 0
 
     /// A call from another thread, queued for the loop. Declarations are stored as values, not

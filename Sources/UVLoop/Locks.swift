@@ -1,7 +1,7 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #endif
 
 /// A pthread mutex at a stable address. `Synchronization.Mutex` would do, but ThreadSanitizer

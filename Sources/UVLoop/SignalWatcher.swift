@@ -21,10 +21,12 @@ public final class SignalWatcher: @unchecked Sendable {
         self.handle = handle
         handle.pointee.data = Unmanaged.passUnretained(self).toOpaque()
         loop.handleOpened()
-        let started = uv_signal_start(handle, { handle, signal in
-            guard let data = handle?.pointee.data else { return }
-            Unmanaged<SignalWatcher>.fromOpaque(data).takeUnretainedValue().onSignal(signal)
-        }, signal)
+        let started = uv_signal_start(
+            handle,
+            { handle, signal in
+                guard let data = handle?.pointee.data else { return }
+                Unmanaged<SignalWatcher>.fromOpaque(data).takeUnretainedValue().onSignal(signal)
+            }, signal)
         if started < 0 {
             close()
             throw LoopError(.libuv(started), operation: "uv_signal_start(\(signal))")
@@ -38,11 +40,13 @@ public final class SignalWatcher: @unchecked Sendable {
         guard let handle else { return }
         self.handle = nil
         handle.pointee.data = nil
-        uv_close(OpaquePointer(handle).withMemoryReboundHandle(), { handle in
-            let loop = Unmanaged<UVLoop>.fromOpaque(handle!.pointee.loop.pointee.data).takeUnretainedValue()
-            handle!.withMemoryRebound(to: uv_signal_t.self, capacity: 1) { $0.deallocate() }
-            loop.handleFreed()
-        })
+        uv_close(
+            OpaquePointer(handle).withMemoryReboundHandle(),
+            { handle in
+                let loop = Unmanaged<UVLoop>.fromOpaque(handle!.pointee.loop.pointee.data).takeUnretainedValue()
+                handle!.withMemoryRebound(to: uv_signal_t.self, capacity: 1) { $0.deallocate() }
+                loop.handleFreed()
+            })
     }
 }
 

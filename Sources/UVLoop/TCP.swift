@@ -1,9 +1,9 @@
 import CLibUV
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #endif
 
 /// A listening TCP socket on a loop. Create it with `UVLoop.listen(host:port:backlog:)`.
@@ -215,9 +215,13 @@ final class TCPSocket: @unchecked Sendable {
         let family = storage.ss_family
         return withUnsafePointer(to: &storage) { pointer in
             if family == sa_family_t(AF_INET6) {
-                return pointer.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { Int(UInt16(bigEndian: $0.pointee.sin6_port)) }
+                return pointer.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) {
+                    Int(UInt16(bigEndian: $0.pointee.sin6_port))
+                }
             }
-            return pointer.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { Int(UInt16(bigEndian: $0.pointee.sin_port)) }
+            return pointer.withMemoryRebound(to: sockaddr_in.self, capacity: 1) {
+                Int(UInt16(bigEndian: $0.pointee.sin_port))
+            }
         }
     }
 
@@ -399,7 +403,8 @@ final class TCPSocket: @unchecked Sendable {
     private func startWrite(_ bytes: [UInt8], waiter: UnsafeContinuation<Void, any Error>?) throws(LoopError) {
         guard isOpen else { throw LoopError(.handleClosed, operation: "write") }
         let write = TCPWrite(socket: self, bytes: bytes, waiter: waiter)
-        var buffer = uv_buf_init(write.bytes.baseAddress?.assumingMemoryBound(to: CChar.self), UInt32(write.bytes.count))
+        var buffer = uv_buf_init(
+            write.bytes.baseAddress?.assumingMemoryBound(to: CChar.self), UInt32(write.bytes.count))
         let result = uv_write(write.request, stream, &buffer, 1, tcpWriteCallback)
         if result < 0 {
             write.release()

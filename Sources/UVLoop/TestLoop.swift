@@ -1,9 +1,9 @@
 import Synchronization
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #endif
 
 /// A deterministic loop with manual, virtual time, for testing time-dependent code without
@@ -296,4 +296,3 @@ final class TestTimer: LoopTimer, DeadlineHeapNode {
         close()
     }
 }
-

@@ -2,9 +2,9 @@ import CLibUV
 import Synchronization
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #endif
 
 /// A libuv event loop on a thread of its own: a Swift `SerialExecutor` and `TaskExecutor`, a
@@ -133,11 +133,13 @@ public final class UVLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomStr
 
         let threadArgument = Unmanaged.passRetained(self).toOpaque()
         var thread = pthread_t()
-        let result = pthread_create(&thread, nil, { argument in
-            let loop = Unmanaged<UVLoop>.fromOpaque(argument!).takeRetainedValue()
-            loop.runLoopThread()
-            return nil
-        }, threadArgument)
+        let result = pthread_create(
+            &thread, nil,
+            { argument in
+                let loop = Unmanaged<UVLoop>.fromOpaque(argument!).takeRetainedValue()
+                loop.runLoopThread()
+                return nil
+            }, threadArgument)
         if result != 0 {
             Unmanaged<UVLoop>.fromOpaque(threadArgument).release()
             uv_close(clibuv_async_as_handle(wakeup), nil)

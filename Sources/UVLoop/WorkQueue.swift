@@ -60,6 +60,7 @@ public struct RingBuffer<Element> {
     @usableFromInline var head = 0
     @usableFromInline var storedCount = 0
 
+    /// An empty buffer; storage is allocated on the first append.
     @inlinable
     public init() {}
 
@@ -67,6 +68,7 @@ public struct RingBuffer<Element> {
     @inlinable
     public var count: Int { storedCount }
 
+    /// Whether the buffer holds nothing. O(1).
     @inlinable
     public var isEmpty: Bool { storedCount == 0 }
 

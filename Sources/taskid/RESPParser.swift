@@ -77,7 +77,9 @@ struct RESPParser {
             }
             let line = buffer[position..<end]
             position = end + 2
-            let words = line.split(whereSeparator: { $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") || $0 == UInt8(ascii: "\r") })
+            let words = line.split(whereSeparator: {
+                $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") || $0 == UInt8(ascii: "\r")
+            })
             if words.isEmpty { continue }
             guard words.count <= limits.maxArguments else { throw RESPProtocolError(message: "too many arguments") }
             arguments.append(contentsOf: words)
@@ -118,7 +120,8 @@ struct RESPParser {
 
     private enum ArrayOutcome { case request, needMore, empty }
 
-    private mutating func nextArray(into arguments: inout [ArraySlice<UInt8>]) throws(RESPProtocolError) -> ArrayOutcome {
+    private mutating func nextArray(into arguments: inout [ArraySlice<UInt8>]) throws(RESPProtocolError) -> ArrayOutcome
+    {
         var cursor = position
         guard let headerEnd = lineEnd(from: cursor) else {
             if buffer.count - cursor > 32 { throw RESPProtocolError(message: "invalid multibulk length") }

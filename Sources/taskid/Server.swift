@@ -2,9 +2,9 @@ import TaskIdentity
 import UVLoop
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #endif
 
 /// What a `SET` starts for its key: the work whose result `GET` returns.
@@ -239,14 +239,18 @@ final class RegistryServer: @unchecked Sendable {
         let name = String(decoding: request[0], as: UTF8.self).uppercased()
         let arguments = request.dropFirst().map { String(decoding: $0, as: UTF8.self) }
         func arity(_ valid: Bool) -> Bool {
-            if !valid { RESPReply.error("ERR wrong number of arguments for '\(name.lowercased())' command", into: &out) }
+            if !valid {
+                RESPReply.error("ERR wrong number of arguments for '\(name.lowercased())' command", into: &out)
+            }
             return valid
         }
         do {
             switch name {
             case "PING":
                 guard arity(arguments.count <= 1) else { return true }
-                if let message = arguments.first { RESPReply.bulk(Array(message.utf8), into: &out) } else {
+                if let message = arguments.first {
+                    RESPReply.bulk(Array(message.utf8), into: &out)
+                } else {
                     RESPReply.simple("PONG", into: &out)
                 }
             case "ECHO":
@@ -309,7 +313,9 @@ final class RegistryServer: @unchecked Sendable {
             case "INFO":
                 RESPReply.bulk(Array(try await info().utf8), into: &out)
             case "COMMAND":
-                if arguments.first?.uppercased() == "COUNT" { RESPReply.integer(0, into: &out) } else {
+                if arguments.first?.uppercased() == "COUNT" {
+                    RESPReply.integer(0, into: &out)
+                } else {
                     RESPReply.arrayHeader(0, into: &out)
                 }
             case "CONFIG":
@@ -333,12 +339,16 @@ final class RegistryServer: @unchecked Sendable {
                 }
             case "SELECT":
                 guard arity(arguments.count == 1) else { return true }
-                if arguments[0] == "0" { RESPReply.simple("OK", into: &out) } else {
+                if arguments[0] == "0" {
+                    RESPReply.simple("OK", into: &out)
+                } else {
                     RESPReply.error("ERR DB index is out of range", into: &out)
                 }
             default:
                 let start = arguments.prefix(3).map { "'\($0.prefix(64))'" }.joined(separator: " ")
-                RESPReply.error("ERR unknown command '\(name.lowercased().prefix(64))', with args beginning with: \(start)", into: &out)
+                RESPReply.error(
+                    "ERR unknown command '\(name.lowercased().prefix(64))', with args beginning with: \(start)",
+                    into: &out)
             }
         } catch {
             RESPReply.error("ERR \(error)", into: &out)
@@ -372,7 +382,8 @@ final class RegistryServer: @unchecked Sendable {
             "", "# Clients", "connected_clients:\(clients)", "maxclients:\(configuration.maxClients)",
             "", "# Registry", "declared:\(total.declared)", "unchanged:\(total.unchanged)", "started:\(total.started)",
             "restarted:\(total.restarted)", "coalesced:\(total.coalesced)", "cancelled:\(total.cancelled)",
-            "finished:\(total.finished)", "failed:\(total.failed)", "stale_commits_dropped:\(total.staleCommitsDropped)",
+            "finished:\(total.finished)", "failed:\(total.failed)",
+            "stale_commits_dropped:\(total.staleCommitsDropped)",
             "live_slots:\(total.liveSlots)", "running_actions:\(total.runningActions)",
             "live_generations:\(total.liveGenerations)",
         ]

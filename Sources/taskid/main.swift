@@ -6,9 +6,9 @@ import Dispatch
 import UVLoop
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #endif
 
 let usage = """

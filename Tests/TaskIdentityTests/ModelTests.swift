@@ -159,7 +159,9 @@ struct ModelTests {
                 // Its Swift task exists; the action's first line runs on the loop's next turn.
                 try #require((observed.starts[run] ?? 0) <= 1, "step \(step): run \(run) started twice")
             default:
-                try #require(observed.starts[run] == 1, "step \(step): \(phase) run \(run) started \(observed.starts[run] ?? 0)×")
+                try #require(
+                    observed.starts[run] == 1, "step \(step): \(phase) run \(run) started \(observed.starts[run] ?? 0)×"
+                )
             }
         }
         let counters = registry.counters

@@ -13,7 +13,9 @@ struct RESPParserTests {
             let end = min(bytes.count, offset + chunk)
             parser.feed(bytes[offset..<end])
             offset = end
-            while let request = try parser.next() { requests.append(request.map { String(decoding: $0, as: UTF8.self) }) }
+            while let request = try parser.next() {
+                requests.append(request.map { String(decoding: $0, as: UTF8.self) })
+            }
         } while offset < bytes.count
         return requests
     }
@@ -26,7 +28,8 @@ struct RESPParserTests {
     }
 
     @Test func inlineCommandsAndEmptyRequests() throws {
-        #expect(try parseAll("PING\r\n\r\nSET  a   b\r\n*0\r\nGET a\r\n") == [["PING"], ["SET", "a", "b"], ["GET", "a"]])
+        #expect(
+            try parseAll("PING\r\n\r\nSET  a   b\r\n*0\r\nGET a\r\n") == [["PING"], ["SET", "a", "b"], ["GET", "a"]])
     }
 
     @Test func manyEmptyRequestsAreSkippedWithoutRecursion() throws {

@@ -16,7 +16,9 @@ final class TestClient: @unchecked Sendable {
     }
 
     func connect() async throws {
-        connection = try await Task(executorPreference: loop) { try await self.loop.connect(host: "127.0.0.1", port: self.port) }.value
+        connection = try await Task(executorPreference: loop) {
+            try await self.loop.connect(host: "127.0.0.1", port: self.port)
+        }.value
     }
 
     /// Sends raw bytes.
@@ -135,10 +137,12 @@ struct ServerTests {
             #expect(["+waiting", "+running"].contains(first[4]))
             try await waitUntilSettled(client)
             try await client.send(
-                "GET user:1\r\nTASK.PHASE user:1\r\nEXISTS user:1 nope\r\nDBSIZE\r\nSET user:1 beta\r\nSET user:2 x\r\n")
+                "GET user:1\r\nTASK.PHASE user:1\r\nEXISTS user:1 nope\r\nDBSIZE\r\nSET user:1 beta\r\nSET user:2 x\r\n"
+            )
             #expect(try await client.replies(6) == ["[\"alpha\", \"1\"]", "+finished", ":1", ":1", "+OK", "+OK"])
             try await waitUntilSettled(client)
-            try await client.send("GET user:1\r\nGET missing\r\nDEL user:1 missing\r\nEXISTS user:1\r\nDBSIZE\r\nINFO\r\n")
+            try await client.send(
+                "GET user:1\r\nGET missing\r\nDEL user:1 missing\r\nEXISTS user:1\r\nDBSIZE\r\nINFO\r\n")
             let replies = try await client.replies(6)
             #expect(replies[0...4] == ["[\"beta\", \"2\"]", "nil", ":1", ":0", ":1"])
             #expect(replies[5].contains("declared:3") && replies[5].contains("finished:3"))
@@ -153,7 +157,9 @@ struct ServerTests {
             let client = TestClient(loop: clientLoop, port: server.port)
             try await client.connect()
             var batch = ""
-            for index in 0..<200 { batch += "*3\r\n$3\r\nSET\r\n$2\r\nk\(index % 10)\r\n$\(String(index).count)\r\n\(index)\r\n" }
+            for index in 0..<200 {
+                batch += "*3\r\n$3\r\nSET\r\n$2\r\nk\(index % 10)\r\n$\(String(index).count)\r\n\(index)\r\n"
+            }
             for index in 0..<10 { batch += "ECHO \(index)\r\n" }
             try await client.send(batch)
             let replies = try await client.replies(210)

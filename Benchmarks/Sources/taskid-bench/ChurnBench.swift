@@ -22,12 +22,17 @@ struct ChurnBench: ParsableCommand {
     @Option(help: "Producer threads other than the loop's (0: the loop thread produces).") var producers = 0
     @Option(help: "Registry loops (shards); with 0 producers each loop produces its own slots' changes.")
     var loops = 1
-    @Option(help: "How the registry is declared to: template (one TaskTemplate, no allocation per change) or closure (a closure per change).")
+    @Option(
+        help:
+            "How the registry is declared to: template (one TaskTemplate, no allocation per change) or closure (a closure per change)."
+    )
     var api: RegistryAPI = .template
     @OptionGroup var common: CommonOptions
 
     func validate() throws {
-        guard slots > 0, changes > 0, batch > 0 else { throw ValidationError("--slots, --changes and --batch must be positive") }
+        guard slots > 0, changes > 0, batch > 0 else {
+            throw ValidationError("--slots, --changes and --batch must be positive")
+        }
         guard debounceMilliseconds >= 0 else { throw ValidationError("--debounce-ms must not be negative") }
         guard (0...64).contains(producers) else { throw ValidationError("--producers must be between 0 and 64") }
         guard (1...64).contains(loops) else { throw ValidationError("--loops must be between 1 and 64") }
@@ -63,7 +68,9 @@ struct ChurnBench: ParsableCommand {
             report.add("rss_mib", peakResidentMiB(), decimals: 1)
             print(report.line(json: common.json))
             fflush(nil)
-            if ledger.missingFinal != 0 { failures.append("\(implementation.rawValue): missing_final=\(ledger.missingFinal)") }
+            if ledger.missingFinal != 0 {
+                failures.append("\(implementation.rawValue): missing_final=\(ledger.missingFinal)")
+            }
             if implementation == .registry && ledger.stale != 0 { failures.append("registry: stale=\(ledger.stale)") }
         }
         if !failures.isEmpty { throw CorrectnessFailure(description: failures.joined(separator: "; ")) }
@@ -176,10 +183,12 @@ struct ChurnBench: ParsableCommand {
 
 /// Waits (on the loop) until every declared identity has started and every action has ended.
 func awaitQuiescence<Key>(_ registry: TaskRegistry<Key>, _ loop: UVLoop, _ done: @escaping @Sendable () -> Void) {
-    pollOnLoop(loop, until: {
-        let counters = registry.counters
-        return counters.runningActions == 0 && counters.liveGenerations == 0
-    }, then: done)
+    pollOnLoop(
+        loop,
+        until: {
+            let counters = registry.counters
+            return counters.runningActions == 0 && counters.liveGenerations == 0
+        }, then: done)
 }
 
 /// The naive baseline's shared ledger: actions run on the global executor's threads, so it

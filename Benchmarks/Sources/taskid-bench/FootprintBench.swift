@@ -76,10 +76,11 @@ struct FootprintBench: ParsableCommand {
             table.value.reserveCapacity(count)
             for _ in 0..<count {
                 live.started()
-                table.value.append(Task {
-                    defer { live.ended() }
-                    try? await Task.sleep(for: .seconds(3600))
-                })
+                table.value.append(
+                    Task {
+                        defer { live.ended() }
+                        try? await Task.sleep(for: .seconds(3600))
+                    })
             }
             while live.count < count { await Task.yield() }
         }

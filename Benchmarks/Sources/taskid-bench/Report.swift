@@ -81,7 +81,8 @@ struct ProgressLine {
         lastPrint = now
         printed = true
         let percent = total > 0 ? Double(done) * 100 / Double(total) : 0
-        FileHandle.standardError.write("\r\(label): \(done)/\(total) (\(String(format: "%.0f", percent))%)   ".data(using: .utf8)!)
+        FileHandle.standardError.write(
+            "\r\(label): \(done)/\(total) (\(String(format: "%.0f", percent))%)   ".data(using: .utf8)!)
     }
 
     func finish() {

@@ -63,7 +63,9 @@ struct ScrollBench: ParsableCommand {
         try loop.start()
         defer { try? loop.syncShutdown() }
         let registry = TaskRegistry<Int>(loop: loop)
-        let (window, items, batch, load) = (self.window, self.items, self.batch, Duration.milliseconds(loadMilliseconds))
+        let (window, items, batch, load) = (
+            self.window, self.items, self.batch, Duration.milliseconds(loadMilliseconds)
+        )
         // One template for every item: a step allocates nothing for its declaration.
         let item = try TaskTemplate<Int> { _, context in
             try await context.clock.sleep(for: load)
@@ -90,7 +92,9 @@ struct ScrollBench: ParsableCommand {
                 turn.timer = nil
                 progress.value.finish()
                 // The list stops: the last window loads, then the view goes away.
-                pollOnLoop(loop, until: { registry.counters.liveGenerations == 0 && registry.counters.runningActions == 0 }) {
+                pollOnLoop(
+                    loop, until: { registry.counters.liveGenerations == 0 && registry.counters.runningActions == 0 }
+                ) {
                     for item in max(0, items - window)..<items { try! registry.remove(item) }
                     done()
                 }
@@ -103,7 +107,9 @@ struct ScrollBench: ParsableCommand {
     }
 
     private func runNaive(_ result: LoopLocal<(loaded: Int, leftBehind: Int)>) throws {
-        let (window, items, batch, load) = (self.window, self.items, self.batch, Duration.milliseconds(loadMilliseconds))
+        let (window, items, batch, load) = (
+            self.window, self.items, self.batch, Duration.milliseconds(loadMilliseconds)
+        )
         let live = LiveTasks()
         let loaded = NaiveCounter()
         try blockOn {

@@ -101,7 +101,9 @@ struct ServerLoadBench: ParsableCommand {
         report.add("replies", outcome.replies)
         report.add("error_replies", outcome.errors)
         report.add("achieved_rate", Int(Double(outcome.sent) / outcome.sendSeconds))
-        for (name, value) in latency.percentiles(prefix: "latency") where name != "latency_count" { report.add(name, value) }
+        for (name, value) in latency.percentiles(prefix: "latency") where name != "latency_count" {
+            report.add(name, value)
+        }
         report.add("keys_checked", outcome.keysWritten)
         report.add("lost", outcome.lost)
         report.add("stale", outcome.stale)
@@ -110,7 +112,9 @@ struct ServerLoadBench: ParsableCommand {
         if outcome.replies != outcome.sent || outcome.errors > 0 { failures.append("not every SET was answered +OK") }
         if outcome.lost > 0 || outcome.stale > 0 { failures.append("lost=\(outcome.lost) stale=\(outcome.stale)") }
         let p99 = latency.percentiles(prefix: "l").first { $0.0 == "l_p99_us" }?.1 ?? 0
-        if maxP99Microseconds > 0 && p99 > maxP99Microseconds { failures.append("p99 \(p99) µs > \(maxP99Microseconds) µs") }
+        if maxP99Microseconds > 0 && p99 > maxP99Microseconds {
+            failures.append("p99 \(p99) µs > \(maxP99Microseconds) µs")
+        }
         if !failures.isEmpty { throw CorrectnessFailure(description: failures.joined(separator: "; ")) }
     }
 }
@@ -137,7 +141,8 @@ final class LoadConnection: @unchecked Sendable {
     init(_ connection: TCPConnection) { self.connection = connection }
 
     func queueSet(key: String, id: String, intended time: UInt64) {
-        outgoing.append(contentsOf: "*3\r\n$3\r\nSET\r\n$\(key.utf8.count)\r\n\(key)\r\n$\(id.utf8.count)\r\n\(id)\r\n".utf8)
+        outgoing.append(
+            contentsOf: "*3\r\n$3\r\nSET\r\n$\(key.utf8.count)\r\n\(key)\r\n$\(id.utf8.count)\r\n\(id)\r\n".utf8)
         intended.append(time)
     }
 
@@ -206,7 +211,9 @@ final class LoadConnection: @unchecked Sendable {
                 received.removeFirst(used)
                 return reply
             }
-            guard let chunk = try await connection.read() else { throw CorrectnessFailure(description: "server closed") }
+            guard let chunk = try await connection.read() else {
+                throw CorrectnessFailure(description: "server closed")
+            }
             received.append(contentsOf: chunk)
         }
     }

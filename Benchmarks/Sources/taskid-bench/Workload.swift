@@ -57,8 +57,10 @@ func runOnLoop(_ loop: UVLoop, _ body: @escaping @Sendable (_ done: @escaping @S
 }
 
 /// Calls `check` on the loop every millisecond until it returns true, then `done`.
-func pollOnLoop(_ loop: UVLoop, every period: Duration = .milliseconds(1), until check: @escaping () -> Bool,
-                then done: @escaping () -> Void) {
+func pollOnLoop(
+    _ loop: UVLoop, every period: Duration = .milliseconds(1), until check: @escaping () -> Bool,
+    then done: @escaping () -> Void
+) {
     let box = TimerBox()
     box.timer = try! loop.makeUVTimer {
         if check() {

@@ -5,7 +5,10 @@ struct TaskIDBench: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "taskid-bench",
         abstract: "TaskIdentity benchmarks: one key=value line (or JSON) per run.",
-        subcommands: [ChurnBench.self, ScrollBench.self, LatencyBench.self, FootprintBench.self, ServerLoadBench.self, ExecutorBench.self, TimerBench.self])
+        subcommands: [
+            ChurnBench.self, ScrollBench.self, LatencyBench.self, FootprintBench.self, ServerLoadBench.self,
+            ExecutorBench.self, TimerBench.self,
+        ])
 }
 
 TaskIDBench.main()
