@@ -35,7 +35,7 @@ public final class TestLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomS
 
     private let queue = Locked(Queue())
     /// `onShutdown` hooks; nil once they have run.
-    private let shutdownHooks = Locked<[@Sendable () -> Void]?>([])
+    private let shutdownHooks = ShutdownHooks()
     private let virtualNanoseconds: Atomic<UInt64>
     private let runnerThread = Atomic<UInt>(0)
     private var serialExecutor: LoopSerialExecutor<TestLoop>!
@@ -102,11 +102,7 @@ public final class TestLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomS
     public func shutdown() {
         asRunner {
             guard acceptsNewWork else { return }
-            let hooks = shutdownHooks.withLock { hooks in
-                defer { hooks = nil }
-                return hooks ?? []
-            }
-            for hook in hooks { hook() }
+            shutdownHooks.runOnce()
             acceptsNewWork = false
             sleepers.cancelAll()
             for timer in Array(openTimers.values) { timer.takeUnretainedValue().closeForShutdown() }
@@ -166,7 +162,7 @@ public final class TestLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomS
     ///
     /// - Note: May be called from any thread.
     public func onShutdown(_ body: @escaping @Sendable () -> Void) {
-        shutdownHooks.withLock { hooks in hooks?.append(body) }
+        shutdownHooks.add(body)
     }
 
     /// Sleeps on a virtual timer until `deadline`; see `LoopClock.sleep(until:tolerance:)`.

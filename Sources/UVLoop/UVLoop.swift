@@ -50,7 +50,7 @@ public final class UVLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomStr
 
     private let crossThread = Locked(CrossThreadState())
     /// `onShutdown` hooks; nil once they have run.
-    private let shutdownHooks = Locked<[@Sendable () -> Void]?>([])
+    private let shutdownHooks = ShutdownHooks()
     private let loopThreadID = Atomic<UInt>(0)
     private let liveHandles = Atomic<Int>(0)
     private let loopCloseStatus = Atomic<Int32>(Int32.min)
@@ -290,7 +290,7 @@ public final class UVLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomStr
     ///
     /// - Note: May be called from any thread.
     public func onShutdown(_ body: @escaping @Sendable () -> Void) {
-        shutdownHooks.withLock { hooks in hooks?.append(body) }
+        shutdownHooks.add(body)
     }
 
     /// Sleeps on a libuv timer until `deadline`; see `LoopClock.sleep(until:tolerance:)`.
@@ -444,11 +444,7 @@ public final class UVLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomStr
     /// First half of shutdown, inside a callback: stop taking work, wake sleepers, close every
     /// handle, and make `uv_run` return so `finishShutdown` can drain outside any callback.
     private func beginShutdown() {
-        let hooks = shutdownHooks.withLock { hooks in
-            defer { hooks = nil }
-            return hooks ?? []
-        }
-        for hook in hooks { hook() }
+        shutdownHooks.runOnce()
         acceptsNewWork = false
         sleepers.cancelAll()
         uv_walk(uvLoop, uvLoopCloseForShutdown, nil)
