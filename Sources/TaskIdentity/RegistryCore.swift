@@ -28,6 +28,7 @@ final class RegistryCore: @unchecked Sendable {
     private var optionsTable: [TaskOptions.Values: TaskOptions] = [:]
     private var debounceQueues: [UInt64: DeadlineQueue<DebounceEntry>] = [:]
     private var progressQueues: [UInt64: DeadlineQueue<ProgressEntry>] = [:]
+    private var synchronousQueues: [UInt64: DeadlineQueue<SynchronousRunEntry>] = [:]
     /// Throttle state of throttled tasks, off the record (most tasks are not throttled, and a
     /// record's size is the footprint per slot).
     @exclusivity(unchecked) private var throttles: [ObjectIdentifier: ThrottleState] = [:]
@@ -70,7 +71,17 @@ final class RegistryCore: @unchecked Sendable {
                 self.progressDue(due)
             }
         }
-        let options = TaskOptions(values: values, debounceQueue: debounceQueue, progressQueue: progressQueue)
+        var synchronousQueue: DeadlineQueue<SynchronousRunEntry>?
+        let synchronousDelay = UInt64(values.synchronousDelay.clampedNanoseconds)
+        if synchronousDelay > 0 {
+            synchronousQueue = try deadlineQueue(in: &synchronousQueues, delay: synchronousDelay) {
+                [unowned self] due in
+                self.synchronousRunsDue(due)
+            }
+        }
+        let options = TaskOptions(
+            values: values, debounceQueue: debounceQueue, progressQueue: progressQueue,
+            synchronousQueue: synchronousQueue)
         optionsTable[values] = options
         return options
     }
@@ -91,7 +102,7 @@ final class RegistryCore: @unchecked Sendable {
     @usableFromInline
     func declare(
         _ record: AnyTaskRecord, isNew: Bool, identity: (any Hashable & Sendable)?, options: TaskOptions,
-        action: @escaping TaskAction
+        body: RunBody
     ) {
         counters.declared &+= 1
         if !isNew && identitiesEqual(record.identity, identity) {
@@ -110,7 +121,7 @@ final class RegistryCore: @unchecked Sendable {
             emit(record, generation: record.generation &- 1, .cancelled(.supersededByPolicy))
         }
         record.options = options
-        record.pendingAction = action
+        record.pendingAction = body
         if record.runIsCurrent && options.values.policy != .keepRunning {
             cancelCurrentRun(record, reason: .identityChanged)
         }
@@ -210,7 +221,7 @@ final class RegistryCore: @unchecked Sendable {
     }
 
     private func start(_ record: AnyTaskRecord) {
-        guard let action = record.pendingAction else { return }
+        guard let body = record.pendingAction else { return }
         clearPending(record)
         let generation = record.generation
         counters.started &+= 1
@@ -221,16 +232,52 @@ final class RegistryCore: @unchecked Sendable {
         counters.runningActions &+= 1
         if record.options.throttleNanoseconds > 0 { throttleState(record).lastStart = loop.now.nanoseconds }
         emit(record, generation: generation, .running)
-        let context = TaskContext(run: record, generation: generation, id: record.identity, clock: clock)
-        record.runningTask = Task(executorPreference: loop, priority: record.options.priority) {
-            var failure: (any Error)?
-            do { try await action(context) } catch { failure = error }
-            // Back on the loop: the task prefers the loop's executor.
-            self.runEnded(record, generation: generation, failure: failure)
-        }
         if let queue = record.options.progressQueue {
-            let deadline = loop.now.nanoseconds &+ queue.delayNanoseconds
+            let deadline = unretainedLoop.now.nanoseconds &+ queue.delayNanoseconds
             queue.push(ProgressEntry(record: record, generation: generation, deadline: deadline))
+        }
+        switch body {
+        case .task(let action):
+            record.runIsSynchronous = false
+            let context = TaskContext(run: record, generation: generation, id: record.identity, clock: clock)
+            record.runningTask = Task(executorPreference: loop, priority: record.options.priority) {
+                var failure: (any Error)?
+                do { try await action(context) } catch { failure = error }
+                // Back on the loop: the task prefers the loop's executor.
+                self.runEnded(record, generation: generation, failure: failure)
+            }
+        case .synchronous(let action):
+            record.runIsSynchronous = true
+            if let queue = record.options.synchronousQueue {
+                let deadline = unretainedLoop.now.nanoseconds &+ queue.delayNanoseconds
+                queue.push(
+                    SynchronousRunEntry(
+                        record: record, generation: generation, deadline: deadline, action: action,
+                        identity: record.identity))
+            } else {
+                runSynchronously(record, generation: generation, identity: record.identity, action: action)
+            }
+        }
+    }
+
+    /// Calls a synchronous run's action, inline on the loop thread, and ends the run.
+    private func runSynchronously(
+        _ record: AnyTaskRecord, generation: UInt64, identity: (any Hashable & Sendable)?,
+        action: SynchronousTaskAction
+    ) {
+        let context = TaskContext(run: record, generation: generation, id: identity, clock: clock)
+        var failure: (any Error)?
+        do { try action(context) } catch { failure = error }
+        // The action may have cancelled its own run (a declaration with a new id, a remove):
+        // that settled the run already.
+        guard record.runIsCurrent && record.runGeneration == generation else { return }
+        runEnded(record, generation: generation, failure: failure)
+    }
+
+    private func synchronousRunsDue(_ due: [SynchronousRunEntry]) {
+        for entry in due where entry.record.isCurrentRun(entry.generation) {
+            runSynchronously(
+                entry.record, generation: entry.generation, identity: entry.identity, action: entry.action)
         }
     }
 
@@ -244,20 +291,27 @@ final class RegistryCore: @unchecked Sendable {
 
     // MARK: - Ends
 
-    /// Cancels the current run (its Swift task is cancelled and ends later, cooperatively).
+    /// Cancels the current run. A Swift task is cancelled and ends later, cooperatively; a
+    /// synchronous run ends now (its action is not called, or has been called already).
     func cancelCurrentRun(_ record: AnyTaskRecord, reason: CancellationReason) {
         guard record.runIsCurrent else { return }
         record.runIsCurrent = false
-        record.endingRuns &+= 1
-        record.runningTask?.cancel()
-        record.runningTask = nil
+        if record.runIsSynchronous {
+            counters.runningActions &-= 1
+        } else {
+            record.endingRuns &+= 1
+            record.runningTask?.cancel()
+            record.runningTask = nil
+        }
         record.showsProgress = false
         counters.cancelled &+= 1
         counters.liveGenerations &-= 1
         emit(record, generation: record.runGeneration, .cancelled(reason))
+        if record.runIsSynchronous && isShutDown && counters.runningActions == 0 { quiesced() }
     }
 
-    /// A run's Swift task has ended (on the loop thread).
+    /// A run has ended (on the loop thread): its Swift task returned, or its synchronous action
+    /// was called while the run was current.
     private func runEnded(_ record: AnyTaskRecord, generation: UInt64, failure: (any Error)?) {
         counters.runningActions &-= 1
         if record.runIsCurrent && record.runGeneration == generation {
@@ -349,8 +403,10 @@ final class RegistryCore: @unchecked Sendable {
     func closeTimers() {
         for queue in debounceQueues.values { queue.close() }
         for queue in progressQueues.values { queue.close() }
+        for queue in synchronousQueues.values { queue.close() }
         debounceQueues = [:]
         progressQueues = [:]
+        synchronousQueues = [:]
         optionsTable = [:]
         for state in throttles.values {
             state.timer?.close()
@@ -372,7 +428,7 @@ final class RegistryCore: @unchecked Sendable {
 
     /// Timers the registry holds open (deadline queues and throttle timers), for tests.
     var openTimerCount: Int {
-        debounceQueues.count + progressQueues.count + throttles.values.filter { $0.timer != nil }.count
+        debounceQueues.count + progressQueues.count + synchronousQueues.count + throttles.values.filter { $0.timer != nil }.count
     }
 }
 

@@ -40,6 +40,17 @@ public final class ShardedTaskRegistry<Key: Hashable & Sendable>: Sendable {
             policy: policy, progressDelay: progressDelay, action: action)
     }
 
+    /// Declares the task of `template` on the key's shard; see
+    /// `TaskRegistry.task(_:id:template:)`.
+    ///
+    /// - Throws: `RegistryError.shutDown` after shutdown.
+    @inlinable
+    public func task<each ID: Hashable & Sendable>(
+        _ key: Key, id: repeat each ID, template: TaskTemplate<Key>
+    ) throws(RegistryError) {
+        try shard(for: key).task(key, id: repeat each id, template: template)
+    }
+
     /// Removes slot `key` from its shard; see `TaskRegistry.remove(_:)`.
     ///
     /// - Throws: `RegistryError.shutDown` after shutdown.

@@ -3,6 +3,17 @@ import UVLoop
 /// The action of a task: runs on the registry's loop, as one Swift task per run.
 public typealias TaskAction = @Sendable (TaskContext) async throws -> Void
 
+/// The action of a synchronous task (`TaskTemplate.synchronous`): called on the registry's loop
+/// thread, inline, with no Swift task.
+public typealias SynchronousTaskAction = @Sendable (TaskContext) throws -> Void
+
+/// What a run executes: a Swift task, or a synchronous call on the loop thread.
+@usableFromInline
+enum RunBody: Sendable {
+    case task(TaskAction)
+    case synchronous(SynchronousTaskAction)
+}
+
 /// Declaration options, interned per registry so that a record holds one reference to them,
 /// and so that the debounce and progress queues are looked up once per distinct options, not
 /// once per change.
@@ -18,23 +29,28 @@ final class TaskOptions: @unchecked Sendable {
         @usableFromInline var debounce: Duration
         @usableFromInline var throttle: Duration
         @usableFromInline var progressDelay: Duration?
+        /// How long a synchronous run stays `running` before its action is called; zero for
+        /// one called when it starts, and for Swift-task actions.
+        @usableFromInline var synchronousDelay: Duration
 
         /// - Throws: `RegistryError.invalidDuration` for a negative duration.
         @inlinable
         init(
             priority: TaskPriority, policy: RestartPolicy, debounce: Duration, throttle: Duration,
-            progressDelay: Duration?
+            progressDelay: Duration?, synchronousDelay: Duration = .zero
         ) throws(RegistryError) {
             if debounce < .zero { throw RegistryError.invalidDuration(name: "debounce", debounce) }
             if throttle < .zero { throw RegistryError.invalidDuration(name: "throttle", throttle) }
             if let progressDelay, progressDelay < .zero {
                 throw RegistryError.invalidDuration(name: "progressDelay", progressDelay)
             }
+            if synchronousDelay < .zero { throw RegistryError.invalidDuration(name: "after", synchronousDelay) }
             self.priority = priority.rawValue
             self.policy = policy
             self.debounce = debounce
             self.throttle = throttle
             self.progressDelay = progressDelay
+            self.synchronousDelay = synchronousDelay
         }
     }
 
@@ -48,9 +64,12 @@ final class TaskOptions: @unchecked Sendable {
     let debounceQueue: DeadlineQueue<DebounceEntry>?
     /// The progress queue for `values.progressDelay`, if any.
     let progressQueue: DeadlineQueue<ProgressEntry>?
+    /// The queue of synchronous runs waiting out `values.synchronousDelay`, if it is not zero.
+    let synchronousQueue: DeadlineQueue<SynchronousRunEntry>?
 
     init(
-        values: Values, debounceQueue: DeadlineQueue<DebounceEntry>?, progressQueue: DeadlineQueue<ProgressEntry>?
+        values: Values, debounceQueue: DeadlineQueue<DebounceEntry>?, progressQueue: DeadlineQueue<ProgressEntry>?,
+        synchronousQueue: DeadlineQueue<SynchronousRunEntry>?
     ) {
         self.values = values
         self.debounceNanoseconds = UInt64(values.debounce.clampedNanoseconds)
@@ -59,6 +78,7 @@ final class TaskOptions: @unchecked Sendable {
         self.priority = TaskPriority(rawValue: values.priority)
         self.debounceQueue = debounceQueue
         self.progressQueue = progressQueue
+        self.synchronousQueue = synchronousQueue
     }
 }
 
@@ -73,6 +93,17 @@ struct ProgressEntry: DeadlineEntry {
     let record: AnyTaskRecord
     let generation: UInt64
     let deadline: UInt64
+}
+
+/// A synchronous run waiting out its delay: valid only while that generation is still the
+/// running one (a cancelled run is skipped when its entry comes due).
+struct SynchronousRunEntry: DeadlineEntry {
+    let record: AnyTaskRecord
+    let generation: UInt64
+    let deadline: UInt64
+    let action: SynchronousTaskAction
+    /// The run's identity: the record's may have moved on meanwhile (`keepRunning`).
+    let identity: (any Hashable & Sendable)?
 }
 
 /// One task of one slot: its identity, its generations, its pending and running runs.
@@ -95,7 +126,7 @@ class AnyTaskRecord: RunOwner, @unchecked Sendable {
     @exclusivity(unchecked) @usableFromInline var options: TaskOptions
 
     /// The action of the latest generation while it has not started.
-    @exclusivity(unchecked) var pendingAction: TaskAction?
+    @exclusivity(unchecked) var pendingAction: RunBody?
     @exclusivity(unchecked) var debounceDeadline: UInt64 = 0
     @exclusivity(unchecked) var waitingForDebounce = false
     @exclusivity(unchecked) var waitingForPrevious = false
@@ -107,6 +138,8 @@ class AnyTaskRecord: RunOwner, @unchecked Sendable {
     @exclusivity(unchecked) var runningTask: Task<Void, Never>?
     @exclusivity(unchecked) var runGeneration: UInt64 = 0
     @exclusivity(unchecked) var runIsCurrent = false
+    /// The current or last run is synchronous: it has no Swift task, and cancelling it ends it.
+    @exclusivity(unchecked) var runIsSynchronous = false
     @exclusivity(unchecked) var hasRun = false
     /// Cancelled runs whose Swift tasks have not ended yet.
     @exclusivity(unchecked) var endingRuns: Int32 = 0

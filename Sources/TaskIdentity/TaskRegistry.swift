@@ -42,7 +42,7 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
     /// one thread to be freed on another.
     @usableFromInline
     enum PostedOperation {
-        case declare(Key, TaskName, (any Hashable & Sendable)?, TaskOptions.Values, TaskAction)
+        case declare(Key, TaskName, (any Hashable & Sendable)?, TaskOptions.Values, RunBody)
         case remove(Key)
         case flush(UnsafeContinuation<Void, Never>)
         case observe(Key, TaskName, AsyncStream<TaskPhaseUpdate>.Continuation)
@@ -119,27 +119,27 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
     ) throws(RegistryError) {
         let values = try TaskOptions.Values(
             priority: priority, policy: policy, debounce: debounce, throttle: throttle, progressDelay: progressDelay)
-        try declare(key, name: name, identity: makeIdentity(repeat each id), values: values, action: action)
+        try declare(key, name: name, identity: makeIdentity(repeat each id), values: values, body: .task(action))
     }
 
     @inlinable
     func declare(
         _ key: Key, name: TaskName, identity: (any Hashable & Sendable)?, values: TaskOptions.Values,
-        action: @escaping TaskAction
+        body: RunBody
     ) throws(RegistryError) {
         if core.unretainedLoop.inLoop {
             guard !core.isShutDown else { throw .shutDown }
-            apply(key, name: name, identity: identity, values: values, action: action)
+            apply(key, name: name, identity: identity, values: values, body: body)
         } else {
             // Shutdown applies what was posted before it, so this always finds it running.
-            try post(.declare(key, name, identity, values, action))
+            try post(.declare(key, name, identity, values, body))
         }
     }
 
     @inlinable
     func apply(
         _ key: Key, name: TaskName, identity: (any Hashable & Sendable)?, values: TaskOptions.Values,
-        action: @escaping TaskAction
+        body: RunBody
     ) {
         let existing = record(key, name)
         let options: TaskOptions
@@ -154,7 +154,7 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
             }
         }
         if let existing {
-            core.declare(existing, isNew: false, identity: identity, options: options, action: action)
+            core.declare(existing, isNew: false, identity: identity, options: options, body: body)
             return
         }
         let record = TaskRecord(key: key, name: name, registry: self, options: options)
@@ -167,7 +167,7 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
             core.counters.liveSlots &+= 1
         }
         if !observers.isEmpty { record.hasObservers = observers[ObserverKey(key: key, name: name)] != nil }
-        core.declare(record, isNew: true, identity: identity, options: options, action: action)
+        core.declare(record, isNew: true, identity: identity, options: options, body: body)
     }
 
     @inlinable
@@ -229,8 +229,8 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
         for index in postedBuffer.indices {
             // Moved out, not copied: a copy would retain and release every payload.
             switch postedBuffer[index].take()! {
-            case .declare(let key, let name, let identity, let values, let action):
-                apply(key, name: name, identity: identity, values: values, action: action)
+            case .declare(let key, let name, let identity, let values, let body):
+                apply(key, name: name, identity: identity, values: values, body: body)
             case .remove(let key):
                 applyRemove(key, reason: .removed)
             case .flush(let continuation):
@@ -320,8 +320,8 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
         try await loop.submit { [self] in self.core.counters }
     }
 
-    /// Timers the registry holds open (one per distinct debounce and progress delay, one per
-    /// throttled task). 0 after shutdown. Loop thread only.
+    /// Timers the registry holds open (one per distinct debounce, progress and synchronous-run
+    /// delay, one per throttled task). 0 after shutdown. Loop thread only.
     public var openTimerCount: Int {
         loop.preconditionInLoop()
         return core.openTimerCount

@@ -17,7 +17,7 @@ import UVLoop
 public final class TaskTemplate<Key: Hashable & Sendable>: Sendable {
     @usableFromInline let name: TaskName
     @usableFromInline let values: TaskOptions.Values
-    @usableFromInline let action: TaskAction
+    @usableFromInline let body: RunBody
 
     /// Makes a template; the parameters mean what they mean for `TaskRegistry.task(…)`.
     ///
@@ -37,9 +37,60 @@ public final class TaskTemplate<Key: Hashable & Sendable>: Sendable {
         self.values = try TaskOptions.Values(
             priority: priority, policy: policy, debounce: debounce, throttle: throttle, progressDelay: progressDelay)
         // One closure for every declaration: the key comes from the run's own record.
-        self.action = { context in
+        self.body = .task({ context in
             try await action(unsafeDowncast(context.run, to: TaskRecord<Key>.self).key, context)
-        }
+        })
+    }
+
+    private init(name: TaskName, values: TaskOptions.Values, body: RunBody) {
+        self.name = name
+        self.values = values
+        self.body = body
+    }
+
+    /// Makes a template whose runs need no Swift task: `action` is called synchronously on
+    /// the registry's loop thread, either as soon as the run starts or, with `after`, once the
+    /// run has been `running` that long on the loop's timer. Everything else is a task's:
+    /// identities, restarts, debounce, throttle, policies, generations, `commit`, phases,
+    /// progress and counters. Cancelling such a run (a new id, `remove`, shutdown) ends it at
+    /// once, phase `cancelled`, and its action is never called.
+    ///
+    /// For work that does not suspend, or that is "this, after that long": a start costs a
+    /// few hundred nanoseconds instead of a Swift task's creation, scheduling and teardown.
+    ///
+    /// ```swift
+    /// // Publish a session's presence only once it has held still for 2 s.
+    /// let publish = try TaskTemplate<SessionID>.synchronous(after: .seconds(2)) { session, context in
+    ///     context.commit { presence[session] = context.id(as: Status.self) }
+    /// }
+    /// try registry.task(session, id: status, template: publish)
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - after: how long the run stays `running` before `action` is called (zero: at once).
+    ///   - action: called on the loop thread with the slot's key and the run's context. It must
+    ///     not block: the loop waits for it. If it throws, the run ends `failed` (or
+    ///     `cancelled`, for a `CancellationError`).
+    ///   - name, debounce, throttle, policy, progressDelay: as for `TaskRegistry.task(…)`.
+    /// - Throws: `RegistryError.invalidDuration` for a negative duration.
+    /// - Note: May be called from any thread.
+    public static func synchronous(
+        name: TaskName = .main,
+        debounce: Duration = .zero,
+        throttle: Duration = .zero,
+        policy: RestartPolicy = .cancelPrevious,
+        progressDelay: Duration? = nil,
+        after delay: Duration = .zero,
+        action: @escaping @Sendable (Key, TaskContext) throws -> Void
+    ) throws(RegistryError) -> TaskTemplate<Key> {
+        let values = try TaskOptions.Values(
+            priority: .userInitiated, policy: policy, debounce: debounce, throttle: throttle,
+            progressDelay: progressDelay, synchronousDelay: delay)
+        return TaskTemplate(
+            name: name, values: values,
+            body: .synchronous({ context in
+                try action(unsafeDowncast(context.run, to: TaskRecord<Key>.self).key, context)
+            }))
     }
 }
 
@@ -56,7 +107,7 @@ extension TaskRegistry {
     ) throws(RegistryError) {
         try declare(
             key, name: template.name, identity: makeIdentity(repeat each id), values: template.values,
-            action: template.action)
+            body: template.body)
     }
 }
 

@@ -9,8 +9,12 @@ import UVLoop
 
 /// What a `SET` starts for its key: the work whose result `GET` returns.
 enum ServerWork: Sendable, Equatable, CustomStringConvertible {
-    /// Sleep on the loop's timer (cancellation stops the timer).
+    /// Hold the run for a while on the loop's timer, then commit: a synchronous run (no Swift
+    /// task); cancellation ends it at once and its commit never happens.
     case sleep(milliseconds: Int)
+    /// The same work as a Swift task per run that sleeps on the loop's clock (cancellation
+    /// wakes it with `CancellationError`): the general path, for comparison.
+    case taskSleep(milliseconds: Int)
     /// One request to another server (`PING`, one reply read); cancellation closes that connection.
     case upstream(host: String, port: Int)
 
@@ -19,6 +23,8 @@ enum ServerWork: Sendable, Equatable, CustomStringConvertible {
         let parts = argument.split(separator: ":", maxSplits: 1).map(String.init)
         if parts.count == 2, parts[0] == "sleep", let milliseconds = Int(parts[1]), milliseconds >= 0 {
             self = .sleep(milliseconds: milliseconds)
+        } else if parts.count == 2, parts[0] == "task-sleep", let milliseconds = Int(parts[1]), milliseconds >= 0 {
+            self = .taskSleep(milliseconds: milliseconds)
         } else if parts.count == 2, parts[0] == "upstream", let colon = parts[1].lastIndex(of: ":"),
             let port = Int(parts[1][parts[1].index(after: colon)...]), (1...65_535).contains(port)
         {
@@ -31,6 +37,7 @@ enum ServerWork: Sendable, Equatable, CustomStringConvertible {
     var description: String {
         switch self {
         case .sleep(let milliseconds): return "sleep:\(milliseconds)"
+        case .taskSleep(let milliseconds): return "task-sleep:\(milliseconds)"
         case .upstream(let host, let port): return "upstream:\(host):\(port)"
         }
     }
@@ -67,21 +74,33 @@ final class ServerShard: @unchecked Sendable {
     init(loop: UVLoop, configuration: ServerConfiguration) throws {
         self.loop = loop
         registry = TaskRegistry<ServerKey>(loop: loop)
-        let kind = configuration.work
-        work = try TaskTemplate<ServerKey>(debounce: .milliseconds(configuration.debounceMilliseconds)) {
-            [unowned self] key, context in
-            switch kind {
-            case .sleep(let milliseconds):
+        let debounce = Duration.milliseconds(configuration.debounceMilliseconds)
+        switch configuration.work {
+        case .sleep(let milliseconds):
+            work = try .synchronous(debounce: debounce, after: .milliseconds(milliseconds)) {
+                [unowned self] key, context in
+                self.commit(key, context)
+            }
+        case .taskSleep(let milliseconds):
+            work = try TaskTemplate<ServerKey>(debounce: debounce) { [unowned self] key, context in
                 try await context.clock.sleep(for: .milliseconds(milliseconds))
-            case .upstream(let host, let port):
+                self.commit(key, context)
+            }
+        case .upstream(let host, let port):
+            work = try TaskTemplate<ServerKey>(debounce: debounce) { [unowned self] key, context in
                 let connection = try await self.loop.connect(host: host, port: port)
                 defer { connection.close() }
                 try await connection.write(Array("PING\r\n".utf8))
                 _ = try await connection.read()
+                self.commit(key, context)
             }
-            let id = context.id(as: String.self)!
-            context.commit { self.results[key] = (id, context.generation) }
         }
+    }
+
+    /// Stores the run's result for `GET`, if the run is still the key's current one.
+    private func commit(_ key: ServerKey, _ context: TaskContext) {
+        let id = context.id(as: String.self)!
+        context.commit { results[key] = (id, context.generation) }
     }
 
     /// Runs `body` on this shard's loop: at once when already there, else hopping there.

@@ -13,7 +13,7 @@ import UVLoop
 
 let usage = """
     usage: taskid serve [--host HOST] [--port PORT] [--loops N] [--debounce-ms MS]
-                        [--work sleep:MS|upstream:HOST:PORT] [--max-clients N] [--max-request-bytes N]
+                        [--work sleep:MS|task-sleep:MS|upstream:HOST:PORT] [--max-clients N] [--max-request-bytes N]
 
     Serves a task registry over RESP2 (the Redis protocol). SET key id declares the key's task
     with that identity (restarting it when the id changes); GET key returns the id whose run
@@ -23,8 +23,12 @@ let usage = """
       --port               port (default 6380; 0 picks a free one, printed on stderr)
       --loops              event loops (registry shards), one thread each (default 1)
       --debounce-ms        debounce window of every SET (default 0)
-      --work               what a SET runs: sleep:MS on the loop's timer (default sleep:10), or
-                           upstream:HOST:PORT, one PING to another server (cancellation closes it)
+      --work               what a SET runs (default sleep:10):
+                             sleep:MS            held MS on the loop's timer, then committed; a
+                                                 synchronous run, no Swift task
+                             task-sleep:MS       a Swift task that sleeps MS on the loop's clock
+                             upstream:HOST:PORT  a Swift task sending one PING to another server
+                                                 (cancellation closes that connection)
       --max-clients        connections served at once (default 10000)
       --max-request-bytes  largest request accepted (default 1048576)
     """
@@ -63,7 +67,7 @@ func parseServe(_ arguments: ArraySlice<String>) -> ServerConfiguration {
         case "--loops": configuration.loops = integer(option, value, in: 1...64)
         case "--debounce-ms": configuration.debounceMilliseconds = integer(option, value, in: 0...86_400_000)
         case "--work":
-            guard let work = ServerWork(argument: value) else { fail("--work takes sleep:MS or upstream:HOST:PORT") }
+            guard let work = ServerWork(argument: value) else { fail("--work takes sleep:MS, task-sleep:MS or upstream:HOST:PORT") }
             configuration.work = work
         case "--max-clients": configuration.maxClients = integer(option, value, in: 1...1_000_000)
         case "--max-request-bytes": configuration.maxRequestBytes = integer(option, value, in: 64...(1 << 30))

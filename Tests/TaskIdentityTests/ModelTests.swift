@@ -75,11 +75,36 @@ struct ModelTests {
                 observed.completions[run, default: 0] += 1
             }
         }
-        switch key % 4 {
+        // Synchronous runs (no Swift task): called once their delay has passed, or at once.
+        let synchronousAction: @Sendable (Int, TaskContext) throws -> Void = { _, context in
+            let run = RunKey(key: key, lifetime: lifetime, generation: context.generation)
+            observed.starts[run, default: 0] += 1
+            var rng = SplitMix64(state: seed)
+            if rng.below(10) == 8 {
+                struct ActionFailed: Error {}
+                throw ActionFailed()
+            }
+            context.commit {
+                let slot = observed.model[key]
+                if !slot.live || slot.lifetime != lifetime || slot.generation != context.generation {
+                    observed.staleCommits.append("key \(key) g\(context.generation) committed; model: \(slot)")
+                }
+                observed.commits += 1
+                observed.completions[run, default: 0] += 1
+            }
+        }
+        switch key % 6 {
         case 0: try registry.task(key, id: id, action: action)
         case 1: try registry.task(key, id: id, debounce: .milliseconds(10), action: action)
         case 2: try registry.task(key, id: id, policy: .awaitPrevious, action: action)
-        default: try registry.task(key, id: id, throttle: .milliseconds(15), action: action)
+        case 3: try registry.task(key, id: id, throttle: .milliseconds(15), action: action)
+        case 4:
+            let template = try TaskTemplate<Int>.synchronous(after: .milliseconds(12), action: synchronousAction)
+            try registry.task(key, id: id, template: template)
+        default:
+            let template = try TaskTemplate<Int>.synchronous(
+                debounce: .milliseconds(5), policy: .awaitPrevious, action: synchronousAction)
+            try registry.task(key, id: id, template: template)
         }
     }
 
