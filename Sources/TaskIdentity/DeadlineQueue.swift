@@ -20,7 +20,6 @@ final class DeadlineQueue<Entry: DeadlineEntry> {
     @exclusivity(unchecked) private var entries = RingBuffer<Entry>()
     @exclusivity(unchecked) private var timer: (any LoopTimer)?
     @exclusivity(unchecked) private var armed = false
-    @exclusivity(unchecked) private var due: [Entry] = []
 
     init(delayNanoseconds: UInt64) {
         self.delayNanoseconds = delayNanoseconds
@@ -29,7 +28,8 @@ final class DeadlineQueue<Entry: DeadlineEntry> {
     var count: Int { entries.count }
 
     /// Creates the loop timer. Separate from `init` because it can fail (loop shut down).
-    func attach(to loop: any TaskLoop, onDue: @escaping (_ entries: [Entry]) -> Void) throws(LoopError) {
+    /// `onDue` is called with each entry that comes due, in order.
+    func attach(to loop: any TaskLoop, onDue: @escaping (_ entry: Entry) -> Void) throws(LoopError) {
         timer = try loop.makeTimer { [unowned self] in
             self.fire(now: loop.now.nanoseconds, onDue: onDue)
         }
@@ -45,19 +45,18 @@ final class DeadlineQueue<Entry: DeadlineEntry> {
         }
     }
 
-    private func fire(now: UInt64, onDue: ([Entry]) -> Void) {
-        // Collect everything due first and act after, so that actions may push again.
+    private func fire(now: UInt64, onDue: (Entry) -> Void) {
+        // Each entry is moved out before it is handled, never copied (a copy retains and
+        // releases every reference it holds, on records that are mostly cold in the cache).
+        // A handler may push: a new entry is due `delayNanoseconds` after `now`, so this loop
+        // never reaches it. A handler may close the queue: the loop then finds it empty.
         while let deadline = entries.first?.deadline, deadline <= now {
-            due.append(entries.popFirst()!)
+            onDue(entries.popFirst()!)
         }
-        if let deadline = entries.first?.deadline {
-            try? timer?.start(at: LoopInstant(nanoseconds: deadline))
+        if let deadline = entries.first?.deadline, let timer {
+            try? timer.start(at: LoopInstant(nanoseconds: deadline))
         } else {
             armed = false
-        }
-        if !due.isEmpty {
-            onDue(due)
-            due.removeAll(keepingCapacity: true)
         }
     }
 

@@ -61,22 +61,22 @@ final class RegistryCore: @unchecked Sendable {
         var debounceQueue: DeadlineQueue<DebounceEntry>?
         let debounce = UInt64(values.debounce.clampedNanoseconds)
         if debounce > 0 {
-            debounceQueue = try deadlineQueue(in: &debounceQueues, delay: debounce) { [unowned self] due in
-                self.debounceDue(due)
+            debounceQueue = try deadlineQueue(in: &debounceQueues, delay: debounce) { [unowned self] entry in
+                self.debounceDue(entry)
             }
         }
         var progressQueue: DeadlineQueue<ProgressEntry>?
         if let delay = values.progressDelay.map({ UInt64($0.clampedNanoseconds) }) {
-            progressQueue = try deadlineQueue(in: &progressQueues, delay: delay) { [unowned self] due in
-                self.progressDue(due)
+            progressQueue = try deadlineQueue(in: &progressQueues, delay: delay) { [unowned self] entry in
+                self.progressDue(entry)
             }
         }
         var synchronousQueue: DeadlineQueue<SynchronousRunEntry>?
         let synchronousDelay = UInt64(values.synchronousDelay.clampedNanoseconds)
         if synchronousDelay > 0 {
             synchronousQueue = try deadlineQueue(in: &synchronousQueues, delay: synchronousDelay) {
-                [unowned self] due in
-                self.synchronousRunsDue(due)
+                [unowned self] entry in
+                self.synchronousRunDue(entry)
             }
         }
         let options = TaskOptions(
@@ -87,7 +87,7 @@ final class RegistryCore: @unchecked Sendable {
     }
 
     private func deadlineQueue<Entry>(
-        in table: inout [UInt64: DeadlineQueue<Entry>], delay: UInt64, onDue: @escaping ([Entry]) -> Void
+        in table: inout [UInt64: DeadlineQueue<Entry>], delay: UInt64, onDue: @escaping (Entry) -> Void
     ) throws(LoopError) -> DeadlineQueue<Entry> {
         if let queue = table[delay] { return queue }
         let queue = DeadlineQueue<Entry>(delayNanoseconds: delay)
@@ -274,11 +274,9 @@ final class RegistryCore: @unchecked Sendable {
         runEnded(record, generation: generation, failure: failure)
     }
 
-    private func synchronousRunsDue(_ due: [SynchronousRunEntry]) {
-        for entry in due where entry.record.isCurrentRun(entry.generation) {
-            runSynchronously(
-                entry.record, generation: entry.generation, identity: entry.identity, action: entry.action)
-        }
+    private func synchronousRunDue(_ entry: SynchronousRunEntry) {
+        guard entry.record.isCurrentRun(entry.generation) else { return }  // cancelled: ended then
+        runSynchronously(entry.record, generation: entry.generation, identity: entry.identity, action: entry.action)
     }
 
     private func clearPending(_ record: AnyTaskRecord) {
@@ -359,24 +357,20 @@ final class RegistryCore: @unchecked Sendable {
 
     // MARK: - Deadlines
 
-    private func debounceDue(_ due: [DebounceEntry]) {
-        for entry in due {
-            let record = entry.record
-            guard record.waitingForDebounce, record.debounceDeadline == entry.deadline, !record.removed else {
-                continue  // re-armed, started or removed since this entry was pushed
-            }
-            record.waitingForDebounce = false
-            startWhenAllowed(record)
+    private func debounceDue(_ entry: DebounceEntry) {
+        let record = entry.record
+        guard record.waitingForDebounce, record.debounceDeadline == entry.deadline, !record.removed else {
+            return  // re-armed, started or removed since this entry was pushed
         }
+        record.waitingForDebounce = false
+        startWhenAllowed(record)
     }
 
-    private func progressDue(_ due: [ProgressEntry]) {
-        for entry in due {
-            let record = entry.record
-            guard record.isCurrentRun(entry.generation), !record.showsProgress else { continue }
-            record.showsProgress = true
-            emit(record, generation: entry.generation, .running)
-        }
+    private func progressDue(_ entry: ProgressEntry) {
+        let record = entry.record
+        guard record.isCurrentRun(entry.generation), !record.showsProgress else { return }
+        record.showsProgress = true
+        emit(record, generation: entry.generation, .running)
     }
 
     // MARK: - Phases

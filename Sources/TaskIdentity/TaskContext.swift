@@ -30,7 +30,7 @@ public struct TaskContext: Sendable {
     ///
     /// - Note: Loop thread only (the action's own thread while it runs on the loop).
     public var isCurrent: Bool {
-        run.loop.preconditionInLoop()
+        run.preconditionInLoop()
         return run.isCurrentRun(generation)
     }
 
@@ -41,7 +41,7 @@ public struct TaskContext: Sendable {
     /// - Note: Loop thread only (the action's own thread while it runs on the loop).
     @discardableResult
     public func commit(_ body: () throws -> Void) rethrows -> Bool {
-        run.loop.preconditionInLoop()
+        run.preconditionInLoop()
         guard run.isCurrentRun(generation) else {
             run.noteStaleCommit()
             return false
@@ -49,11 +49,31 @@ public struct TaskContext: Sendable {
         try body()
         return true
     }
+
+    /// Stores `result` as the task's result if this run is still current, and drops it
+    /// otherwise (counted as a stale commit). The registry keeps the latest stored result
+    /// through later generations, until a newer run stores another or the slot is removed;
+    /// read it with `TaskRegistry.result(of:name:as:)`. No lookup by key, and no allocation
+    /// after the task's first result for a value of up to three words.
+    ///
+    /// - Returns: whether `result` was stored.
+    /// - Note: Loop thread only (the action's own thread while it runs on the loop).
+    @discardableResult
+    public func commit(result: some Sendable) -> Bool {
+        run.preconditionInLoop()
+        guard run.isCurrentRun(generation) else {
+            run.noteStaleCommit()
+            return false
+        }
+        run.storeResult(result)
+        return true
+    }
 }
 
-/// The registry side of a context. Loop thread only, except `loop`.
+/// The registry side of a context. Loop thread only, except `preconditionInLoop`.
 protocol RunOwner: AnyObject, Sendable {
-    var loop: any TaskLoop { get }
+    func preconditionInLoop()
     func isCurrentRun(_ generation: UInt64) -> Bool
     func noteStaleCommit()
+    func storeResult(_ result: any Sendable)
 }

@@ -148,6 +148,9 @@ class AnyTaskRecord: RunOwner, @unchecked Sendable {
     @exclusivity(unchecked) var showsProgress = false
     @exclusivity(unchecked) var removed = false
     @exclusivity(unchecked) @usableFromInline var hasObservers = false
+    /// The latest result a current run stored (`TaskContext.commit(result:)`), boxed so that
+    /// tasks that never store one pay a pointer, not an existential.
+    @exclusivity(unchecked) var result: ResultBox?
 
     @usableFromInline
     init(name: TaskName, core: RegistryCore, options: TaskOptions) {
@@ -156,7 +159,15 @@ class AnyTaskRecord: RunOwner, @unchecked Sendable {
         self.options = options
     }
 
-    var loop: any TaskLoop { core.loop }
+    func preconditionInLoop() { core.unretainedLoop.preconditionInLoop() }
+
+    func storeResult(_ result: any Sendable) {
+        if let box = self.result {
+            box.value = result
+        } else {
+            self.result = ResultBox(result)
+        }
+    }
 
     func isCurrentRun(_ generation: UInt64) -> Bool {
         runIsCurrent && runGeneration == generation && !removed
@@ -185,6 +196,12 @@ final class TaskRecord<Key: Hashable & Sendable>: AnyTaskRecord, @unchecked Send
         guard let owner = core.owner else { return }  // the registry is gone; nobody observes
         unsafeDowncast(owner, to: TaskRegistry<Key>.self).publish(self, generation: generation, phase: phase)
     }
+}
+
+/// A task's latest stored result. Loop thread only.
+final class ResultBox {
+    var value: any Sendable
+    init(_ value: any Sendable) { self.value = value }
 }
 
 /// Throttle bookkeeping, allocated only for throttled tasks.

@@ -301,6 +301,17 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
         return record(key, name)?.generation
     }
 
+    /// The latest result stored by a run of the task `name` of slot `key`
+    /// (`TaskContext.commit(result:)`), as `type`; `nil` if none was stored, if it is of
+    /// another type, or if no such task is declared. A result outlives its run: it stays until
+    /// a newer run stores one or the slot is removed.
+    ///
+    /// - Note: Loop thread only.
+    public func result<Value>(of key: Key, name: TaskName = .main, as type: Value.Type) -> Value? {
+        loop.preconditionInLoop()
+        return record(key, name)?.result?.value as? Value
+    }
+
     /// Whether slot `key` exists. Loop thread only.
     public func contains(_ key: Key) -> Bool {
         loop.preconditionInLoop()

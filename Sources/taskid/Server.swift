@@ -62,12 +62,17 @@ struct ServerConfiguration: Sendable {
     var maxOutputBytes = 8 << 20
 }
 
-/// One registry shard and the results its runs committed. Loop-confined to the shard's loop.
+/// What `GET` returns: the id whose run finished last, and that run's generation.
+struct ServerResult: Sendable {
+    let id: String
+    let generation: UInt64
+}
+
+/// One registry shard. Loop-confined to the shard's loop. Each key's result is stored in the
+/// registry with its task (`commit(result:)`), so a run's end needs no lookup by key.
 final class ServerShard: @unchecked Sendable {
     let loop: UVLoop
     let registry: TaskRegistry<ServerKey>
-    /// The last committed result per key: the id whose run finished, and its generation.
-    var results: [ServerKey: (id: String, generation: UInt64)] = [:]
     /// What every SET runs: one template, so a SET allocates no closure.
     private(set) var work: TaskTemplate<ServerKey>!
 
@@ -79,12 +84,12 @@ final class ServerShard: @unchecked Sendable {
         case .sleep(let milliseconds):
             work = try .synchronous(debounce: debounce, after: .milliseconds(milliseconds)) {
                 [unowned self] key, context in
-                self.commit(key, context)
+                self.commit(context)
             }
         case .taskSleep(let milliseconds):
             work = try TaskTemplate<ServerKey>(debounce: debounce) { [unowned self] key, context in
                 try await context.clock.sleep(for: .milliseconds(milliseconds))
-                self.commit(key, context)
+                self.commit(context)
             }
         case .upstream(let host, let port):
             work = try TaskTemplate<ServerKey>(debounce: debounce) { [unowned self] key, context in
@@ -92,15 +97,15 @@ final class ServerShard: @unchecked Sendable {
                 defer { connection.close() }
                 try await connection.write(Array("PING\r\n".utf8))
                 _ = try await connection.read()
-                self.commit(key, context)
+                self.commit(context)
             }
         }
     }
 
     /// Stores the run's result for `GET`, if the run is still the key's current one.
-    private func commit(_ key: ServerKey, _ context: TaskContext) {
+    private func commit(_ context: TaskContext) {
         let id = context.id(as: String.self)!
-        context.commit { results[key] = (id, context.generation) }
+        context.commit(result: ServerResult(id: id, generation: context.generation))
     }
 
     /// Runs `body` on this shard's loop: at once when already there, else hopping there.
@@ -136,7 +141,9 @@ final class RegistryServer: @unchecked Sendable {
     }
 
     func shard(for key: ServerKey) -> ServerShard {
-        shards[Int(UInt(bitPattern: key.hashValue) % UInt(shards.count))]
+        // One loop: no hashing (each SET would otherwise hash its key twice).
+        if shards.count == 1 { return shards[0] }
+        return shards[Int(UInt(bitPattern: key.hashValue) % UInt(shards.count))]
     }
 
     /// Binds and starts accepting; returns the bound port.
@@ -286,7 +293,7 @@ final class RegistryServer: @unchecked Sendable {
                 guard arity(arguments.count == 1) else { return true }
                 let key = ServerKey(request[1])
                 let shard = shard(for: key)
-                if let result = try await shard.onLoop({ shard.results[key] }) {
+                if let result = try await shard.onLoop({ shard.registry.result(of: key, as: ServerResult.self) }) {
                     RESPReply.arrayHeader(2, into: &out)
                     RESPReply.bulk(Array(result.id.utf8), into: &out)
                     RESPReply.bulk(Array(String(result.generation).utf8), into: &out)
@@ -301,7 +308,6 @@ final class RegistryServer: @unchecked Sendable {
                     let existed = try await shard.onLoop { () throws -> Bool in
                         let existed = shard.registry.contains(key)
                         try shard.registry.remove(key)
-                        shard.results[key] = nil
                         return existed
                     }
                     if existed { removed += 1 }
