@@ -117,40 +117,42 @@ struct SynchronousRunEntry: DeadlineEntry {
 /// and by deadline-queue entries, so a removed record lives until none of them needs it.
 @usableFromInline
 class AnyTaskRecord: RunOwner, @unchecked Sendable {
-    @usableFromInline let name: TaskName
-    unowned(unsafe) let core: RegistryCore
-    @exclusivity(unchecked) @usableFromInline var nextInSlot: AnyTaskRecord?
-
-    @exclusivity(unchecked) var identity: (any Hashable & Sendable)?
-    @exclusivity(unchecked) var generation: UInt64 = 0
-    @exclusivity(unchecked) @usableFromInline var options: TaskOptions
-
-    /// The action of the latest generation while it has not started.
-    @exclusivity(unchecked) var pendingAction: RunBody?
-    @exclusivity(unchecked) var debounceDeadline: UInt64 = 0
-    @exclusivity(unchecked) var waitingForDebounce = false
-    @exclusivity(unchecked) var waitingForPrevious = false
-    @exclusivity(unchecked) var waitingForThrottle = false
-    /// Queued to start at the end of this loop turn.
-    @exclusivity(unchecked) var startScheduled = false
-
-    /// The current run's task, while it is current.
-    @exclusivity(unchecked) var runningTask: Task<Void, Never>?
+    // Field order is cache order: a run that comes due (a deadline entry, then `commit`)
+    // reads the first fields only, which share the object header's cache line with the
+    // reference count that the entry's release touches anyway. With many slots, records are
+    // cold in the cache, and each further line is a miss.
     @exclusivity(unchecked) var runGeneration: UInt64 = 0
-    @exclusivity(unchecked) var runIsCurrent = false
-    /// The current or last run is synchronous: it has no Swift task, and cancelling it ends it.
-    @exclusivity(unchecked) var runIsSynchronous = false
-    @exclusivity(unchecked) var hasRun = false
-    /// Cancelled runs whose Swift tasks have not ended yet.
-    @exclusivity(unchecked) var endingRuns: Int32 = 0
-
-    @exclusivity(unchecked) var phase: TaskPhase = .idle
-    @exclusivity(unchecked) var showsProgress = false
-    @exclusivity(unchecked) var removed = false
-    @exclusivity(unchecked) @usableFromInline var hasObservers = false
+    @exclusivity(unchecked) var generation: UInt64 = 0
+    unowned(unsafe) let core: RegistryCore
     /// The latest result a current run stored (`TaskContext.commit(result:)`), boxed so that
     /// tasks that never store one pay a pointer, not an existential.
     @exclusivity(unchecked) var result: ResultBox?
+    @exclusivity(unchecked) var runIsCurrent = false
+    /// The current or last run is synchronous: it has no Swift task, and cancelling it ends it.
+    @exclusivity(unchecked) var runIsSynchronous = false
+    @exclusivity(unchecked) var removed = false
+    @exclusivity(unchecked) @usableFromInline var hasObservers = false
+    @exclusivity(unchecked) var showsProgress = false
+    @exclusivity(unchecked) var waitingForPrevious = false
+    @exclusivity(unchecked) var phase: TaskPhase = .idle
+
+    /// Queued to start at the end of this loop turn.
+    @exclusivity(unchecked) var startScheduled = false
+    @exclusivity(unchecked) var waitingForDebounce = false
+    @exclusivity(unchecked) var waitingForThrottle = false
+    @exclusivity(unchecked) var hasRun = false
+    /// Cancelled runs whose Swift tasks have not ended yet.
+    @exclusivity(unchecked) var endingRuns: Int32 = 0
+    @usableFromInline let name: TaskName
+    @exclusivity(unchecked) @usableFromInline var options: TaskOptions
+    /// The action of the latest generation while it has not started.
+    @exclusivity(unchecked) var pendingAction: RunBody?
+    @exclusivity(unchecked) @usableFromInline var nextInSlot: AnyTaskRecord?
+    /// The current run's task, while it is current.
+    @exclusivity(unchecked) var runningTask: Task<Void, Never>?
+
+    @exclusivity(unchecked) var identity: (any Hashable & Sendable)?
+    @exclusivity(unchecked) var debounceDeadline: UInt64 = 0
 
     @usableFromInline
     init(name: TaskName, core: RegistryCore, options: TaskOptions) {

@@ -230,6 +230,8 @@ final class RegistryServer: @unchecked Sendable {
                     keepOpen = false
                     break
                 }
+                // SET, the hot path, without an async call per request.
+                if executeSET(request, into: &output) { continue }
                 keepOpen = await execute(request, into: &output)
             }
             request.removeAll(keepingCapacity: true)  // release the slices before the next feed
@@ -250,18 +252,24 @@ final class RegistryServer: @unchecked Sendable {
         }
     }
 
+    /// Executes `request` if it is a well-formed `SET key id` and returns true; returns false
+    /// for anything else. SET is the hot path (every identity change): no case conversion, two
+    /// strings, and synchronous.
+    @inline(__always)
+    func executeSET(_ request: [ArraySlice<UInt8>], into out: inout [UInt8]) -> Bool {
+        guard request.count == 3, Self.isSET(request[0]) else { return false }
+        do {
+            try declare(key: ServerKey(request[1]), id: String(decoding: request[2], as: UTF8.self))
+            out.append(contentsOf: Self.okReply)
+        } catch {
+            RESPReply.error("ERR \(error)", into: &out)
+        }
+        return true
+    }
+
     /// Executes one request, appending its reply; returns false when the connection must close.
     func execute(_ request: [ArraySlice<UInt8>], into out: inout [UInt8]) async -> Bool {
-        // SET is the hot path (every identity change): no case conversion, two strings.
-        if request.count == 3, Self.isSET(request[0]) {
-            do {
-                try declare(key: ServerKey(request[1]), id: String(decoding: request[2], as: UTF8.self))
-                out.append(contentsOf: Self.okReply)
-            } catch {
-                RESPReply.error("ERR \(error)", into: &out)
-            }
-            return true
-        }
+        if executeSET(request, into: &out) { return true }
         let name = String(decoding: request[0], as: UTF8.self).uppercased()
         let arguments = request.dropFirst().map { String(decoding: $0, as: UTF8.self) }
         func arity(_ valid: Bool) -> Bool {
