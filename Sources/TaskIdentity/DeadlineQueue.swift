@@ -18,10 +18,6 @@ final class DeadlineQueue<Entry: DeadlineEntry> {
     // Entries carry their own deadline: a (deadline, entry) tuple would double the ring's
     // stride for debounce entries (measured in the 1M-slot footprint run).
     @exclusivity(unchecked) private var entries = RingBuffer<Entry>()
-    /// The entries' deadlines, in the same order: reading `entries.first?.deadline` copies the
-    /// whole entry (the optimizer keeps the copy), which retains and releases every reference
-    /// it holds, on records that are mostly cold in the cache.
-    @exclusivity(unchecked) private var deadlines = RingBuffer<UInt64>()
     @exclusivity(unchecked) private var timer: (any LoopTimer)?
     @exclusivity(unchecked) private var armed = false
 
@@ -43,7 +39,6 @@ final class DeadlineQueue<Entry: DeadlineEntry> {
     @inline(__always)
     func push(_ entry: Entry) {
         entries.append(entry)
-        deadlines.append(entry.deadline)
         if !armed {
             armed = true
             try? timer?.start(at: LoopInstant(nanoseconds: entry.deadline))
@@ -55,11 +50,11 @@ final class DeadlineQueue<Entry: DeadlineEntry> {
         // releases every reference it holds, on records that are mostly cold in the cache).
         // A handler may push: a new entry is due `delayNanoseconds` after `now`, so this loop
         // never reaches it. A handler may close the queue: the loop then finds it empty.
-        while let deadline = deadlines.first, deadline <= now {
-            _ = deadlines.popFirst()
+        // Deadlines are read in place: `entries.first?.deadline` would copy each entry.
+        while let deadline = entries.withFirst({ $0.pointee.deadline }), deadline <= now {
             onDue(entries.popFirst()!)
         }
-        if let deadline = deadlines.first, let timer {
+        if let deadline = entries.withFirst({ $0.pointee.deadline }), let timer {
             try? timer.start(at: LoopInstant(nanoseconds: deadline))
         } else {
             armed = false
@@ -69,7 +64,6 @@ final class DeadlineQueue<Entry: DeadlineEntry> {
     /// Drops every entry and closes the timer.
     func close() {
         while entries.popFirst() != nil {}
-        deadlines = RingBuffer()
         timer?.close()
         timer = nil
         armed = false

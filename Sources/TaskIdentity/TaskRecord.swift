@@ -127,20 +127,10 @@ class AnyTaskRecord: RunOwner, @unchecked Sendable {
     /// The latest result a current run stored (`TaskContext.commit(result:)`), boxed so that
     /// tasks that never store one pay a pointer, not an existential.
     @exclusivity(unchecked) var result: ResultBox?
-    @exclusivity(unchecked) var runIsCurrent = false
-    /// The current or last run is synchronous: it has no Swift task, and cancelling it ends it.
-    @exclusivity(unchecked) var runIsSynchronous = false
-    @exclusivity(unchecked) var removed = false
-    @exclusivity(unchecked) @usableFromInline var hasObservers = false
-    @exclusivity(unchecked) var showsProgress = false
-    @exclusivity(unchecked) var waitingForPrevious = false
     @exclusivity(unchecked) var phase: TaskPhase = .idle
-
-    /// Queued to start at the end of this loop turn.
-    @exclusivity(unchecked) var startScheduled = false
-    @exclusivity(unchecked) var waitingForDebounce = false
-    @exclusivity(unchecked) var waitingForThrottle = false
-    @exclusivity(unchecked) var hasRun = false
+    /// The record's yes/no state, one bit each (ten `Bool`s took the record over a malloc
+    /// size class: 16 more bytes per slot).
+    @exclusivity(unchecked) @usableFromInline var flags = RecordFlags()
     /// Cancelled runs whose Swift tasks have not ended yet.
     @exclusivity(unchecked) var endingRuns: Int32 = 0
     @usableFromInline let name: TaskName
@@ -153,6 +143,49 @@ class AnyTaskRecord: RunOwner, @unchecked Sendable {
 
     @exclusivity(unchecked) var identity: (any Hashable & Sendable)?
     @exclusivity(unchecked) var debounceDeadline: UInt64 = 0
+
+    var runIsCurrent: Bool {
+        get { flags.contains(.runIsCurrent) }
+        set { flags.set(.runIsCurrent, newValue) }
+    }
+    /// The current or last run is synchronous: it has no Swift task, and cancelling it ends it.
+    var runIsSynchronous: Bool {
+        get { flags.contains(.runIsSynchronous) }
+        set { flags.set(.runIsSynchronous, newValue) }
+    }
+    var removed: Bool {
+        get { flags.contains(.removed) }
+        set { flags.set(.removed, newValue) }
+    }
+    @usableFromInline var hasObservers: Bool {
+        @inlinable get { flags.contains(.hasObservers) }
+        @inlinable set { flags.set(.hasObservers, newValue) }
+    }
+    var showsProgress: Bool {
+        get { flags.contains(.showsProgress) }
+        set { flags.set(.showsProgress, newValue) }
+    }
+    var waitingForPrevious: Bool {
+        get { flags.contains(.waitingForPrevious) }
+        set { flags.set(.waitingForPrevious, newValue) }
+    }
+    /// Queued to start at the end of this loop turn.
+    var startScheduled: Bool {
+        get { flags.contains(.startScheduled) }
+        set { flags.set(.startScheduled, newValue) }
+    }
+    var waitingForDebounce: Bool {
+        get { flags.contains(.waitingForDebounce) }
+        set { flags.set(.waitingForDebounce, newValue) }
+    }
+    var waitingForThrottle: Bool {
+        get { flags.contains(.waitingForThrottle) }
+        set { flags.set(.waitingForThrottle, newValue) }
+    }
+    var hasRun: Bool {
+        get { flags.contains(.hasRun) }
+        set { flags.set(.hasRun, newValue) }
+    }
 
     @usableFromInline
     init(name: TaskName, core: RegistryCore, options: TaskOptions) {
@@ -197,6 +230,29 @@ final class TaskRecord<Key: Hashable & Sendable>: AnyTaskRecord, @unchecked Send
         // pointer out of every record.
         guard let owner = core.owner else { return }  // the registry is gone; nobody observes
         unsafeDowncast(owner, to: TaskRegistry<Key>.self).publish(self, generation: generation, phase: phase)
+    }
+}
+
+/// A record's yes/no state as bits.
+@usableFromInline
+struct RecordFlags: OptionSet, Sendable {
+    @usableFromInline var rawValue: UInt16
+    @inlinable init(rawValue: UInt16) { self.rawValue = rawValue }
+
+    static let runIsCurrent = RecordFlags(rawValue: 1 << 0)
+    static let runIsSynchronous = RecordFlags(rawValue: 1 << 1)
+    static let removed = RecordFlags(rawValue: 1 << 2)
+    @usableFromInline static let hasObservers = RecordFlags(rawValue: 1 << 3)
+    static let showsProgress = RecordFlags(rawValue: 1 << 4)
+    static let waitingForPrevious = RecordFlags(rawValue: 1 << 5)
+    static let startScheduled = RecordFlags(rawValue: 1 << 6)
+    static let waitingForDebounce = RecordFlags(rawValue: 1 << 7)
+    static let waitingForThrottle = RecordFlags(rawValue: 1 << 8)
+    static let hasRun = RecordFlags(rawValue: 1 << 9)
+
+    @inlinable
+    mutating func set(_ flag: RecordFlags, _ on: Bool) {
+        if on { formUnion(flag) } else { subtract(flag) }
     }
 }
 

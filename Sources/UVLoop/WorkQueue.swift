@@ -76,6 +76,19 @@ public struct RingBuffer<Element> {
     @inlinable
     public var first: Element? { storedCount == 0 ? nil : slots[head] }
 
+    /// `body` applied to the oldest element where it lies, or nil if there is none. O(1).
+    /// Reading a field this way loads just that field; `first?.field` copies the whole element
+    /// first (the optimizer keeps that copy), retaining and releasing every reference in it.
+    @inlinable
+    public func withFirst<Result>(_ body: (UnsafePointer<Element>) -> Result) -> Result? {
+        guard storedCount > 0 else { return nil }
+        return slots.withUnsafeBufferPointer { buffer in
+            // An `Optional`'s payload lies at its start (Swift's single-payload enum layout),
+            // and this slot holds a value: its address is the element's.
+            body(UnsafeRawPointer(buffer.baseAddress! + head).assumingMemoryBound(to: Element.self))
+        }
+    }
+
     /// Appends at the back. Amortised O(1).
     @inlinable
     public mutating func append(_ element: Element) {
