@@ -422,7 +422,8 @@ final class RegistryCore: @unchecked Sendable {
 
     /// Timers the registry holds open (deadline queues and throttle timers), for tests.
     var openTimerCount: Int {
-        debounceQueues.count + progressQueues.count + synchronousQueues.count + throttles.values.filter { $0.timer != nil }.count
+        debounceQueues.count + progressQueues.count + synchronousQueues.count
+            + throttles.values.filter { $0.timer != nil }.count
     }
 }
 

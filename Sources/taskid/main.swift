@@ -67,7 +67,9 @@ func parseServe(_ arguments: ArraySlice<String>) -> ServerConfiguration {
         case "--loops": configuration.loops = integer(option, value, in: 1...64)
         case "--debounce-ms": configuration.debounceMilliseconds = integer(option, value, in: 0...86_400_000)
         case "--work":
-            guard let work = ServerWork(argument: value) else { fail("--work takes sleep:MS, task-sleep:MS or upstream:HOST:PORT") }
+            guard let work = ServerWork(argument: value) else {
+                fail("--work takes sleep:MS, task-sleep:MS or upstream:HOST:PORT")
+            }
             configuration.work = work
         case "--max-clients": configuration.maxClients = integer(option, value, in: 1...1_000_000)
         case "--max-request-bytes": configuration.maxRequestBytes = integer(option, value, in: 64...(1 << 30))
