@@ -24,7 +24,7 @@ struct ChurnBench: ParsableCommand {
     var loops = 1
     @Option(
         help:
-            "How the registry is declared to: template (one TaskTemplate, no allocation per change) or closure (a closure per change)."
+            "How the registry is declared to: template (one TaskTemplate, no allocation per change), closure (a closure per change) or synchronous (a synchronous template: no Swift task per run)."
     )
     var api: RegistryAPI = .template
     @OptionGroup var common: CommonOptions
@@ -247,6 +247,8 @@ private func produceOnLoop(
 enum RegistryAPI: String, ExpressibleByArgument {
     case template
     case closure
+    /// A `TaskTemplate.synchronous` template: the action is called on the loop, no Swift task.
+    case synchronous
 }
 
 /// One identity change, declared through the chosen API. Either way the action commits the
@@ -262,15 +264,21 @@ struct Declarer: Sendable {
         self.api = api
         self.debounce = debounce
         self.ledger = ledger
-        template = try TaskTemplate<Int>(debounce: debounce) { slot, context in
-            context.commit { ledger.complete(slot: slot, generation: context.generation) }
+        if api == .synchronous {
+            template = try .synchronous(debounce: debounce) { slot, context in
+                context.commit { ledger.complete(slot: slot, generation: context.generation) }
+            }
+        } else {
+            template = try TaskTemplate<Int>(debounce: debounce) { slot, context in
+                context.commit { ledger.complete(slot: slot, generation: context.generation) }
+            }
         }
     }
 
     @inline(__always)
     func callAsFunction(_ registry: TaskRegistry<Int>, slot: Int, generation: UInt64) throws {
         switch api {
-        case .template:
+        case .template, .synchronous:
             try registry.task(slot, id: generation, template: template)
         case .closure:
             let ledger = self.ledger
