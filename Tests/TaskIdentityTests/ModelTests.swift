@@ -51,6 +51,17 @@ struct ModelTests {
         _ registry: TaskRegistry<Int>, key: Int, id: Int, seed: UInt64, observed: Observations
     ) throws {
         let lifetime = observed.model[key].lifetime
+        /// Commits the run, recording a commit that the model says is stale.
+        @Sendable func commit(_ context: TaskContext, _ run: RunKey) {
+            context.commit {
+                let slot = observed.model[key]
+                if !slot.live || slot.lifetime != lifetime || slot.generation != context.generation {
+                    observed.staleCommits.append("key \(key) g\(context.generation) committed; model: \(slot)")
+                }
+                observed.commits += 1
+                observed.completions[run, default: 0] += 1
+            }
+        }
         let action: TaskAction = { context in
             let run = RunKey(key: key, lifetime: lifetime, generation: context.generation)
             observed.starts[run, default: 0] += 1
@@ -66,14 +77,7 @@ struct ModelTests {
                 try await context.clock.sleep(for: .milliseconds(rng.below(10)))
                 throw ActionFailed()
             }
-            context.commit {
-                let slot = observed.model[key]
-                if !slot.live || slot.lifetime != lifetime || slot.generation != context.generation {
-                    observed.staleCommits.append("key \(key) g\(context.generation) committed; model: \(slot)")
-                }
-                observed.commits += 1
-                observed.completions[run, default: 0] += 1
-            }
+            commit(context, run)
         }
         // Synchronous runs (no Swift task): called once their delay has passed, or at once.
         let synchronousAction: @Sendable (Int, TaskContext) throws -> Void = { _, context in
@@ -84,14 +88,7 @@ struct ModelTests {
                 struct ActionFailed: Error {}
                 throw ActionFailed()
             }
-            context.commit {
-                let slot = observed.model[key]
-                if !slot.live || slot.lifetime != lifetime || slot.generation != context.generation {
-                    observed.staleCommits.append("key \(key) g\(context.generation) committed; model: \(slot)")
-                }
-                observed.commits += 1
-                observed.completions[run, default: 0] += 1
-            }
+            commit(context, run)
         }
         switch key % 6 {
         case 0: try registry.task(key, id: id, action: action)

@@ -164,6 +164,43 @@ struct SynchronousTests {
         h.finish()
     }
 
+    @Test func aStoredResultOutlivesItsRunUntilANewerOneOrRemoval() throws {
+        let h = RegistryHarness<String>()
+        let (loop, registry) = (h.loop, h.registry)
+        let stale = Confined<TaskContext?>(nil)
+        let work = try TaskTemplate<String>.synchronous(after: .milliseconds(10)) { _, context in
+            #expect(context.commit(result: "result \(context.id(as: Int.self)!)"))
+        }
+        try registry.task("a", id: 1, template: work)
+        #expect(registry.result(of: "a", as: String.self) == nil)
+        loop.advance(ms: 10)
+        #expect(registry.result(of: "a", as: String.self) == "result 1")
+        #expect(registry.result(of: "a", as: Int.self) == nil, "another type reads as nil")
+        // A Swift-task run of the same slot that is restarted before it stores: dropped.
+        try registry.task("a", name: "load", id: 1) { context in
+            stale.value = context
+            try? await context.clock.sleep(for: .seconds(1))
+        }
+        loop.run()
+        try registry.task("a", name: "load", id: 2) { _ in }
+        loop.run()
+        #expect(stale.value?.commit(result: "stale") == false)
+        #expect(registry.result(of: "a", name: "load", as: String.self) == nil)
+        #expect(registry.counters.staleCommitsDropped == 1)
+        // A new id: the old result stays readable until the new run stores its own.
+        try registry.task("a", id: 2, template: work)
+        loop.advance(ms: 5)
+        #expect(registry.result(of: "a", as: String.self) == "result 1")
+        loop.advance(ms: 5)
+        #expect(registry.result(of: "a", as: String.self) == "result 2")
+        try registry.remove("a")
+        #expect(registry.result(of: "a", as: String.self) == nil)
+        try registry.task("a", id: 2, template: work)
+        #expect(registry.result(of: "a", as: String.self) == nil, "a new slot starts without a result")
+        stale.value = nil
+        h.finish()
+    }
+
     @Test func aNegativeDelayIsATypedError() {
         #expect(throws: RegistryError.invalidDuration(name: "after", .milliseconds(-1))) {
             _ = try TaskTemplate<String>.synchronous(after: .milliseconds(-1)) { _, _ in }

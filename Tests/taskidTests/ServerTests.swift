@@ -265,6 +265,30 @@ struct ServerTests {
         try clientLoop.syncShutdown()
     }
 
+    @Test func workArgumentsParseOrAreRefused() {
+        #expect(ServerWork(argument: "sleep:10") == .sleep(milliseconds: 10))
+        #expect(ServerWork(argument: "task-sleep:0") == .taskSleep(milliseconds: 0))
+        #expect(ServerWork(argument: "upstream:::1:6379") == .upstream(host: "::1", port: 6379))
+        for bad in ["sleep", "sleep:-1", "task-sleep:x", "upstream:host", "upstream:host:0", "nap:5", ""] {
+            #expect(ServerWork(argument: bad) == nil, "\(bad)")
+        }
+    }
+
+    @Test func swiftTaskWorkRestartsAndCommitsLikeSynchronousWork() async throws {
+        try await withServer({ $0.work = .taskSleep(milliseconds: 2) }) { server, clientLoop in
+            let client = TestClient(loop: clientLoop, port: server.port)
+            try await client.connect()
+            try await client.send("SET k 1\r\nSET k 2\r\nSET j 7\r\n")
+            #expect(try await client.replies(3) == ["+OK", "+OK", "+OK"])
+            try await waitUntilSettled(client)
+            try await client.send("GET k\r\nGET j\r\nINFO\r\n")
+            let replies = try await client.replies(3)
+            #expect(replies[0] == "[\"2\", \"2\"]")
+            #expect(replies[1] == "[\"7\", \"1\"]")
+            #expect(replies[2].contains("work:task-sleep:2"))
+        }
+    }
+
     @Test func upstreamWorkIsARealRequestAndCancellationClosesIt() async throws {
         // The upstream is another server instance; each SET's work PINGs it.
         try await withServer { upstream, clientLoop in
