@@ -11,7 +11,7 @@ public struct RegistryCounters: Hashable, Sendable, CustomStringConvertible {
     public var declared: UInt64 = 0
     /// Declarations whose id equalled the current one (nothing happened).
     public var unchanged: UInt64 = 0
-    /// Actions started (each is one Swift task).
+    /// Actions started (each is one Swift task, or one synchronous run).
     public var started: UInt64 = 0
     /// Actions started for a new id of a task that had run before.
     public var restarted: UInt64 = 0
@@ -27,7 +27,8 @@ public struct RegistryCounters: Hashable, Sendable, CustomStringConvertible {
     public var staleCommitsDropped: UInt64 = 0
     /// Slots that exist now.
     public var liveSlots: Int = 0
-    /// Swift tasks of actions that have not ended yet (cancelled ones included).
+    /// Actions that have not ended yet: Swift tasks (cancelled ones included) and synchronous
+    /// runs waiting out their delay or inside their action.
     public var runningActions: Int = 0
     /// Generations declared and not yet ended: waiting, or running as the current run.
     public var liveGenerations: Int = 0

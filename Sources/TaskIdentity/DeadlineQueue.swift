@@ -1,7 +1,7 @@
 @_spi(TaskIdentityInternals) import UVLoop
 
-/// Deadlines that all lie one fixed `delay` after the moment they were set: debounce windows
-/// and progress delays. Such deadlines arrive in order, so a FIFO replaces a heap: pushing is
+/// Deadlines that all lie one fixed `delay` after the moment they were set: debounce windows,
+/// progress delays and synchronous runs' delays. Such deadlines arrive in order, so a FIFO replaces a heap: pushing is
 /// O(1) and allocation-free, and the whole queue needs one loop timer.
 ///
 /// Re-arming a record pushes a new entry and leaves the old one in place: an entry is checked

@@ -40,6 +40,14 @@ final class RegistryCore: @unchecked Sendable {
     @exclusivity(unchecked) private var startQueue: [AnyTaskRecord] = []
     @exclusivity(unchecked) private var startingNow: [AnyTaskRecord] = []
     @exclusivity(unchecked) private var flushScheduled = false
+    /// Inside `startScheduledRuns`, and whether a start was queued during it that the loop
+    /// refused to schedule (it is shutting down): the pass then goes round again.
+    @exclusivity(unchecked) private var isStartingRuns = false
+    @exclusivity(unchecked) private var startAgainAfterPass = false
+    /// The synchronous run whose action is executing now, if any: cancelling it (from inside
+    /// its own action) must not count it ended before the action returns.
+    @exclusivity(unchecked) private var executingRecord: ObjectIdentifier?
+    @exclusivity(unchecked) private var executingGeneration: UInt64 = 0
 
     init(loop: any TaskLoop) {
         self.loop = loop
@@ -162,7 +170,7 @@ final class RegistryCore: @unchecked Sendable {
 
     /// Queues `record`'s pending run to start at the end of this loop turn. Several
     /// declarations to one slot within a turn (a burst of posted changes, a batch of
-    /// identities) then start one Swift task, for the last of them; the ones before end
+    /// identities) then start one run, for the last of them; the ones before end
     /// `cancelled(.supersededByPolicy)` and count as coalesced. Until then the phase reads
     /// `waiting` (no update is published for it: it lasts less than a turn).
     private func scheduleStart(_ record: AnyTaskRecord) {
@@ -175,23 +183,29 @@ final class RegistryCore: @unchecked Sendable {
         do {
             try loop.execute { [self] in self.startScheduledRuns() }
         } catch {
-            // The loop is shutting down and takes no more work: start now, on this thread.
-            startScheduledRuns()
+            // The loop is shutting down and takes no more work: start on this thread, now or,
+            // when this is a synchronous action running inside a pass, right after that pass.
+            if isStartingRuns { startAgainAfterPass = true } else { startScheduledRuns() }
         }
     }
 
     private func startScheduledRuns() {
-        flushScheduled = false
-        swap(&startQueue, &startingNow)
-        for record in startingNow {
-            record.startScheduled = false
-            if !record.removed && record.pendingAction != nil && !record.waitingForDebounce
-                && !record.waitingForPrevious && !record.waitingForThrottle
-            {
-                start(record)
+        isStartingRuns = true
+        repeat {
+            startAgainAfterPass = false
+            flushScheduled = false
+            swap(&startQueue, &startingNow)
+            for record in startingNow {
+                record.startScheduled = false
+                if !record.removed && record.pendingAction != nil && !record.waitingForDebounce
+                    && !record.waitingForPrevious && !record.waitingForThrottle
+                {
+                    start(record)
+                }
             }
-        }
-        startingNow.removeAll(keepingCapacity: true)
+            startingNow.removeAll(keepingCapacity: true)
+        } while startAgainAfterPass
+        isStartingRuns = false
     }
 
     private func throttleState(_ record: AnyTaskRecord) -> ThrottleState {
@@ -232,10 +246,6 @@ final class RegistryCore: @unchecked Sendable {
         counters.runningActions &+= 1
         if record.options.throttleNanoseconds > 0 { throttleState(record).lastStart = loop.now.nanoseconds }
         emit(record, generation: generation, .running)
-        if let queue = record.options.progressQueue {
-            let deadline = unretainedLoop.now.nanoseconds &+ queue.delayNanoseconds
-            queue.push(ProgressEntry(record: record, generation: generation, deadline: deadline))
-        }
         switch body {
         case .task(let action):
             record.runIsSynchronous = false
@@ -246,6 +256,7 @@ final class RegistryCore: @unchecked Sendable {
                 // Back on the loop: the task prefers the loop's executor.
                 self.runEnded(record, generation: generation, failure: failure)
             }
+            pushProgressEntry(record, generation: generation)
         case .synchronous(let action):
             record.runIsSynchronous = true
             if let queue = record.options.synchronousQueue {
@@ -254,10 +265,18 @@ final class RegistryCore: @unchecked Sendable {
                     SynchronousRunEntry(
                         record: record, generation: generation, deadline: deadline, action: action,
                         identity: record.identity))
+                pushProgressEntry(record, generation: generation)
             } else {
+                // Ends before this returns: no progress to show.
                 runSynchronously(record, generation: generation, identity: record.identity, action: action)
             }
         }
+    }
+
+    private func pushProgressEntry(_ record: AnyTaskRecord, generation: UInt64) {
+        guard let queue = record.options.progressQueue else { return }
+        let deadline = unretainedLoop.now.nanoseconds &+ queue.delayNanoseconds
+        queue.push(ProgressEntry(record: record, generation: generation, deadline: deadline))
     }
 
     /// Calls a synchronous run's action, inline on the loop thread, and ends the run.
@@ -266,12 +285,19 @@ final class RegistryCore: @unchecked Sendable {
         action: SynchronousTaskAction
     ) {
         let context = TaskContext(run: record, generation: generation, id: identity, clock: clock)
+        let (outerRecord, outerGeneration) = (executingRecord, executingGeneration)
+        (executingRecord, executingGeneration) = (ObjectIdentifier(record), generation)
         var failure: (any Error)?
         do { try action(context) } catch { failure = error }
-        // The action may have cancelled its own run (a declaration with a new id, a remove):
-        // that settled the run already.
-        guard record.runIsCurrent && record.runGeneration == generation else { return }
-        runEnded(record, generation: generation, failure: failure)
+        (executingRecord, executingGeneration) = (outerRecord, outerGeneration)
+        if record.runIsCurrent && record.runGeneration == generation {
+            runEnded(record, generation: generation, failure: failure)
+            return
+        }
+        // The action cancelled its own run (a new id, a remove, shutdown): its phase was
+        // settled then, and only now has the action ended.
+        counters.runningActions &-= 1
+        if isShutDown && counters.runningActions == 0 { quiesced() }
     }
 
     private func synchronousRunDue(_ entry: SynchronousRunEntry) {
@@ -294,8 +320,11 @@ final class RegistryCore: @unchecked Sendable {
     func cancelCurrentRun(_ record: AnyTaskRecord, reason: CancellationReason) {
         guard record.runIsCurrent else { return }
         record.runIsCurrent = false
+        let endsNow = record.runIsSynchronous && !isExecuting(record, generation: record.runGeneration)
         if record.runIsSynchronous {
-            counters.runningActions &-= 1
+            // A synchronous run has nothing to wait for, unless its action is running now: it
+            // ends when that action returns (`runSynchronously`).
+            if endsNow { counters.runningActions &-= 1 }
         } else {
             record.endingRuns &+= 1
             record.runningTask?.cancel()
@@ -305,7 +334,11 @@ final class RegistryCore: @unchecked Sendable {
         counters.cancelled &+= 1
         counters.liveGenerations &-= 1
         emit(record, generation: record.runGeneration, .cancelled(reason))
-        if record.runIsSynchronous && isShutDown && counters.runningActions == 0 { quiesced() }
+        if endsNow && isShutDown && counters.runningActions == 0 { quiesced() }
+    }
+
+    private func isExecuting(_ record: AnyTaskRecord, generation: UInt64) -> Bool {
+        executingRecord == ObjectIdentifier(record) && executingGeneration == generation
     }
 
     /// A run has ended (on the loop thread): its Swift task returned, or its synchronous action

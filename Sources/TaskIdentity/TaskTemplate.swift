@@ -53,7 +53,8 @@ public final class TaskTemplate<Key: Hashable & Sendable>: Sendable {
     /// run has been `running` that long on the loop's timer. Everything else is a task's:
     /// identities, restarts, debounce, throttle, policies, generations, `commit`, phases,
     /// progress and counters. Cancelling such a run (a new id, `remove`, shutdown) ends it at
-    /// once, phase `cancelled`, and its action is never called.
+    /// once, phase `cancelled`, and its action is not called afterwards (an action that
+    /// cancels its own run is already running: it finishes, and its commits are dropped).
     ///
     /// For work that does not suspend, or that is "this, after that long": a start costs a
     /// few hundred nanoseconds instead of a Swift task's creation, scheduling and teardown.

@@ -75,7 +75,8 @@ public final class TCPConnection: @unchecked Sendable {
     /// is queued and libuv keeps it until written. Watch `queuedWriteBytes` for a peer that
     /// does not read.
     ///
-    /// - Throws: `LoopError` if the connection is closed.
+    /// - Throws: `LoopError`: the connection is closed, or the immediate write failed (e.g.
+    ///   `EPIPE`, `ECONNRESET`); a queued write's failure closes nothing and is not reported.
     /// - Note: Loop thread only.
     public func send(_ bytes: [UInt8]) throws(LoopError) {
         try socket.send(bytes)
@@ -392,23 +393,17 @@ final class TCPSocket: @unchecked Sendable {
     // MARK: Writing
 
     func write(_ bytes: [UInt8]) async throws {
-        guard loop.inLoop else { throw LoopError(.calledOffLoopThread, operation: "TCP I/O") }
-        if Task.isCancelled {
-            close(reason: CancellationError())
-            throw CancellationError()
-        }
-        let written = try writeNow(bytes)
-        if written == bytes.count { return }
-        let rest = written == 0 ? bytes : Array(bytes[written...])
+        // Always through a request, even when the socket could take the bytes now: `write` is
+        // a suspension point, so a task writing in a loop still lets the loop's other work run.
         try await withCancellation { (continuation: UnsafeContinuation<Void, any Error>) in
-            do { try self.queueWrite(rest, waiter: continuation) } catch { continuation.resume(throwing: error) }
+            do { try self.queueWrite(bytes[...], waiter: continuation) } catch { continuation.resume(throwing: error) }
         }
     }
 
     func send(_ bytes: [UInt8]) throws(LoopError) {
         let written = try writeNow(bytes)
         if written == bytes.count { return }
-        try queueWrite(written == 0 ? bytes : Array(bytes[written...]), waiter: nil)
+        try queueWrite(bytes[written...], waiter: nil)
     }
 
     /// Writes what the socket takes now, when nothing is queued before it (`uv_try_write`);
@@ -430,7 +425,9 @@ final class TCPSocket: @unchecked Sendable {
     }
 
     /// Queues `bytes` behind the writes in flight; libuv writes them when the socket takes them.
-    private func queueWrite(_ bytes: [UInt8], waiter: UnsafeContinuation<Void, any Error>?) throws(LoopError) {
+    private func queueWrite(
+        _ bytes: ArraySlice<UInt8>, waiter: UnsafeContinuation<Void, any Error>?
+    ) throws(LoopError) {
         guard isOpen else { throw LoopError(.handleClosed, operation: "write") }
         let write = TCPWrite(socket: self, bytes: bytes, waiter: waiter)
         var buffer = uv_buf_init(
@@ -519,7 +516,7 @@ final class TCPWrite {
     let waiter: UnsafeContinuation<Void, any Error>?
     let socket: TCPSocket
 
-    init(socket: TCPSocket, bytes source: [UInt8], waiter: UnsafeContinuation<Void, any Error>?) {
+    init(socket: TCPSocket, bytes source: ArraySlice<UInt8>, waiter: UnsafeContinuation<Void, any Error>?) {
         self.socket = socket
         self.waiter = waiter
         request = .allocate(capacity: 1)

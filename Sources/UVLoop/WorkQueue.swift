@@ -79,6 +79,7 @@ public struct RingBuffer<Element> {
     /// `body` applied to the oldest element where it lies, or nil if there is none. O(1).
     /// Reading a field this way loads just that field; `first?.field` copies the whole element
     /// first (the optimizer keeps that copy), retaining and releasing every reference in it.
+    /// `body` may only read through the pointer, and must neither keep it nor change the buffer.
     @inlinable
     public func withFirst<Result>(_ body: (UnsafePointer<Element>) -> Result) -> Result? {
         guard storedCount > 0 else { return nil }

@@ -82,6 +82,9 @@ struct ModelTests {
         // Synchronous runs (no Swift task): called once their delay has passed, or at once.
         let synchronousAction: @Sendable (Int, TaskContext) throws -> Void = { _, context in
             let run = RunKey(key: key, lifetime: lifetime, generation: context.generation)
+            if !context.isCurrent {
+                observed.staleCommits.append("key \(key) g\(context.generation): a cancelled run's action was called")
+            }
             observed.starts[run, default: 0] += 1
             var rng = SplitMix64(state: seed)
             if rng.below(10) == 8 {

@@ -144,6 +144,71 @@ struct SynchronousTests {
         #expect(registry.showsProgress(of: "a"))
         loop.advance(ms: 6)
         #expect(!registry.showsProgress(of: "a") && registry.phase(of: "a")?.description == "finished")
+        // A run shorter than the progress delay never shows progress.
+        let quick = try TaskTemplate<String>.synchronous(progressDelay: .milliseconds(4), after: .milliseconds(3)) {
+            _, _ in
+        }
+        let phases = PhaseRecorder(registry, "b")
+        try registry.task("b", id: 1, template: quick)
+        loop.advance(ms: 10)
+        #expect(phases.take() == ["g1 running", "g1 finished"])
+        h.finish()
+    }
+
+    @Test func anActionWithoutDelayMayRemoveItsOwnSlot() throws {
+        let h = RegistryHarness<String>()
+        let (loop, registry, log) = (h.loop, h.registry, h.log)
+        let phases = PhaseRecorder(registry, "a")
+        let work = try TaskTemplate<String>.synchronous { key, context in
+            try registry.remove(key)
+            #expect(!context.commit { log.add("stale commit") })
+            #expect(registry.counters.runningActions == 1, "its action is still running")
+        }
+        try registry.task("a", id: 1, template: work)
+        loop.run()
+        #expect(log.take() == [])
+        #expect(phases.take() == ["g1 running", "g1 cancelled(removed)"])
+        let counters = registry.counters
+        #expect(counters.cancelled == 1 && counters.runningActions == 0 && counters.liveGenerations == 0)
+        h.finish()
+    }
+
+    @Test func shutdownFromInsideAnActionQuiescesOnlyOnceTheActionReturns() throws {
+        let h = RegistryHarness<String>()
+        let (loop, registry, log) = (h.loop, h.registry, h.log)
+        let quiesced = Confined(false)
+        let work = try TaskTemplate<String>.synchronous(after: .milliseconds(5)) { key, _ in
+            registry.startShutdown()
+            registry.core.whenQuiesced { quiesced.value = true }
+            log.add("\(key): quiesced \(quiesced.value), running \(registry.counters.runningActions)")
+        }
+        try registry.task("a", id: 1, template: work)
+        loop.advance(ms: 4)
+        try registry.task("b", id: 1, template: work)
+        loop.advance(ms: 1)
+        #expect(log.take() == ["a: quiesced false, running 1"], "b was cancelled by the shutdown, never called")
+        #expect(quiesced.value, "quiescence follows the action's return")
+        #expect(registry.phase(of: "a") == nil && registry.openTimerCount == 0)
+        let counters = registry.counters
+        #expect(counters.cancelled == 2 && counters.runningActions == 0 && counters.liveGenerations == 0)
+        h.finish()
+    }
+
+    @Test func throttleHoldsSynchronousRunsLikeTasks() throws {
+        let h = RegistryHarness<String>()
+        let (loop, registry, log) = (h.loop, h.registry, h.log)
+        let work = try TaskTemplate<String>.synchronous(throttle: .milliseconds(10)) { _, context in
+            log.add("\(context.id(as: Int.self)!) at \(loop.now.nanoseconds / 1_000_000)")
+        }
+        try registry.task("a", id: 1, template: work)
+        loop.run()
+        loop.advance(ms: 2)
+        try registry.task("a", id: 2, template: work)
+        loop.advance(ms: 2)
+        try registry.task("a", id: 3, template: work)
+        loop.advance(ms: 20)
+        #expect(log.take() == ["1 at 0", "3 at 10"])
+        #expect(registry.counters.coalesced == 1 && registry.counters.finished == 2)
         h.finish()
     }
 
