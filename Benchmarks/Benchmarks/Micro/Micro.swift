@@ -49,6 +49,22 @@ let benchmarks: @Sendable () -> Void = {
         loop.run()
     }
 
+    // The same through a synchronous template: the action is called on the loop, inline, and
+    // the run ends; no Swift task.
+    Benchmark("registry.restart.synchronous") { benchmark in
+        let loop = TestLoop()
+        let registry = TaskRegistry<Int>(loop: loop)
+        let template = try TaskTemplate<Int>.synchronous { _, _ in }
+        benchmark.startMeasurement()
+        for id in benchmark.scaledIterations {
+            try? registry.task(0, id: id, template: template)
+            loop.run()
+        }
+        benchmark.stopMeasurement()
+        registry.startShutdown()
+        loop.run()
+    }
+
     // A new identity inside the debounce window: re-arms the window, creates no task.
     Benchmark("registry.restart.coalesced") { benchmark in
         let loop = TestLoop()
