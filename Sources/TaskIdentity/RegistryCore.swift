@@ -44,10 +44,6 @@ final class RegistryCore: @unchecked Sendable {
     /// refused to schedule (it is shutting down): the pass then goes round again.
     @exclusivity(unchecked) private var isStartingRuns = false
     @exclusivity(unchecked) private var startAgainAfterPass = false
-    /// The synchronous run whose action is executing now, if any: cancelling it (from inside
-    /// its own action) must not count it ended before the action returns.
-    @exclusivity(unchecked) private var executingRecord: ObjectIdentifier?
-    @exclusivity(unchecked) private var executingGeneration: UInt64 = 0
 
     init(loop: any TaskLoop) {
         self.loop = loop
@@ -285,17 +281,21 @@ final class RegistryCore: @unchecked Sendable {
         action: SynchronousTaskAction
     ) {
         let context = TaskContext(run: record, generation: generation, id: identity, clock: clock)
-        let (outerRecord, outerGeneration) = (executingRecord, executingGeneration)
-        (executingRecord, executingGeneration) = (ObjectIdentifier(record), generation)
+        record.actionExecuting = true
         var failure: (any Error)?
         do { try action(context) } catch { failure = error }
-        (executingRecord, executingGeneration) = (outerRecord, outerGeneration)
+        record.actionExecuting = false
         if record.runIsCurrent && record.runGeneration == generation {
             runEnded(record, generation: generation, failure: failure)
-            return
+        } else {
+            // The action cancelled its own run (a new id, a remove, shutdown): its phase was
+            // settled then, and only now has the action ended.
+            synchronousRunEnded()
         }
-        // The action cancelled its own run (a new id, a remove, shutdown): its phase was
-        // settled then, and only now has the action ended.
+    }
+
+    /// Counts a synchronous run's end whose phase is settled already.
+    private func synchronousRunEnded() {
         counters.runningActions &-= 1
         if isShutDown && counters.runningActions == 0 { quiesced() }
     }
@@ -320,12 +320,7 @@ final class RegistryCore: @unchecked Sendable {
     func cancelCurrentRun(_ record: AnyTaskRecord, reason: CancellationReason) {
         guard record.runIsCurrent else { return }
         record.runIsCurrent = false
-        let endsNow = record.runIsSynchronous && !isExecuting(record, generation: record.runGeneration)
-        if record.runIsSynchronous {
-            // A synchronous run has nothing to wait for, unless its action is running now: it
-            // ends when that action returns (`runSynchronously`).
-            if endsNow { counters.runningActions &-= 1 }
-        } else {
+        if !record.runIsSynchronous {
             record.endingRuns &+= 1
             record.runningTask?.cancel()
             record.runningTask = nil
@@ -334,11 +329,9 @@ final class RegistryCore: @unchecked Sendable {
         counters.cancelled &+= 1
         counters.liveGenerations &-= 1
         emit(record, generation: record.runGeneration, .cancelled(reason))
-        if endsNow && isShutDown && counters.runningActions == 0 { quiesced() }
-    }
-
-    private func isExecuting(_ record: AnyTaskRecord, generation: UInt64) -> Bool {
-        executingRecord == ObjectIdentifier(record) && executingGeneration == generation
+        // A synchronous run has nothing to wait for, unless its action is executing now: then
+        // it ends when that action returns (`runSynchronously`).
+        if record.runIsSynchronous && !record.actionExecuting { synchronousRunEnded() }
     }
 
     /// A run has ended (on the loop thread): its Swift task returned, or its synchronous action

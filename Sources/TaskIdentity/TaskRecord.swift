@@ -186,6 +186,12 @@ class AnyTaskRecord: RunOwner, @unchecked Sendable {
         get { flags.contains(.hasRun) }
         set { flags.set(.hasRun, newValue) }
     }
+    /// A synchronous run's action is executing now: cancelling the run (from inside that
+    /// action) must not count it ended before the action returns.
+    var actionExecuting: Bool {
+        get { flags.contains(.actionExecuting) }
+        set { flags.set(.actionExecuting, newValue) }
+    }
 
     @usableFromInline
     init(name: TaskName, core: RegistryCore, options: TaskOptions) {
@@ -249,6 +255,7 @@ struct RecordFlags: OptionSet, Sendable {
     static let waitingForDebounce = RecordFlags(rawValue: 1 << 7)
     static let waitingForThrottle = RecordFlags(rawValue: 1 << 8)
     static let hasRun = RecordFlags(rawValue: 1 << 9)
+    static let actionExecuting = RecordFlags(rawValue: 1 << 10)
 
     @inlinable
     mutating func set(_ flag: RecordFlags, _ on: Bool) {

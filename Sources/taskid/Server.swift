@@ -267,9 +267,9 @@ final class RegistryServer: @unchecked Sendable {
         return true
     }
 
-    /// Executes one request, appending its reply; returns false when the connection must close.
+    /// Executes one request other than a well-formed SET (see `executeSET`), appending its
+    /// reply; returns false when the connection must close.
     func execute(_ request: [ArraySlice<UInt8>], into out: inout [UInt8]) async -> Bool {
-        if executeSET(request, into: &out) { return true }
         let name = String(decoding: request[0], as: UTF8.self).uppercased()
         let arguments = request.dropFirst().map { String(decoding: $0, as: UTF8.self) }
         func arity(_ valid: Bool) -> Bool {
