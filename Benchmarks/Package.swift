@@ -21,8 +21,7 @@ let package = Package(
                 .product(name: "UVLoop", package: "TaskIdentity"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
-            ],
-            swiftSettings: [.unsafeFlags(["-Ounchecked"], .when(configuration: .release))]
+            ]
         ),
         // `swift package benchmark`: the micro-operations, with malloc counts (deterministic,
         // so their thresholds in Thresholds/ can gate CI).

@@ -246,11 +246,15 @@ final class RegistryCore: @unchecked Sendable {
         case .task(let action):
             record.runIsSynchronous = false
             let context = TaskContext(run: record, generation: generation, id: record.identity, clock: clock)
-            record.runningTask = Task(executorPreference: loop, priority: record.options.priority) {
-                var failure: (any Error)?
-                do { try await action(context) } catch { failure = error }
-                // Back on the loop: the task prefers the loop's executor.
-                self.runEnded(record, generation: generation, failure: failure)
+            if let executor = record.options.values.executor.taskExecutor {
+                record.runningTask = startOffLoop(record, generation: generation, on: executor, context, action)
+            } else {
+                record.runningTask = Task(executorPreference: loop, priority: record.options.priority) {
+                    var failure: (any Error)?
+                    do { try await action(context) } catch { failure = error }
+                    // Back on the loop: the task prefers the loop's executor.
+                    self.runEnded(record, generation: generation, failure: failure)
+                }
             }
             pushProgressEntry(record, generation: generation)
         case .synchronous(let action):
@@ -266,6 +270,24 @@ final class RegistryCore: @unchecked Sendable {
                 // Ends before this returns: no progress to show.
                 runSynchronously(record, generation: generation, identity: record.identity, action: action)
             }
+        }
+    }
+
+    /// A run whose action runs on `executor`: the task prefers the loop, so that its end (and
+    /// `runEnded`) is back on the loop thread; only the action itself hops to `executor`.
+    private func startOffLoop(
+        _ record: AnyTaskRecord, generation: UInt64, on executor: any TaskExecutor, _ context: TaskContext,
+        _ action: @escaping TaskAction
+    ) -> Task<Void, Never> {
+        Task(executorPreference: loop, priority: record.options.priority) {
+            var failure: (any Error)?
+            do {
+                try await withTaskExecutorPreference(executor) { try await action(context) }
+            } catch {
+                failure = error
+            }
+            // Returning from the preference scope resumes on the task's own preference: the loop.
+            self.runEnded(record, generation: generation, failure: failure)
         }
     }
 
@@ -337,6 +359,7 @@ final class RegistryCore: @unchecked Sendable {
     /// A run has ended (on the loop thread): its Swift task returned, or its synchronous action
     /// was called while the run was current.
     private func runEnded(_ record: AnyTaskRecord, generation: UInt64, failure: (any Error)?) {
+        assert(unretainedLoop.inLoop, "BUG DETECTED: a run ended off its registry's loop thread")
         counters.runningActions &-= 1
         if record.runIsCurrent && record.runGeneration == generation {
             record.runIsCurrent = false

@@ -21,7 +21,7 @@ public final class ShardedTaskRegistry<Key: Hashable & Sendable>: Sendable {
         shards[Int(UInt(bitPattern: key.hashValue) % UInt(shards.count))]
     }
 
-    /// Declares a task on the key's shard; see `TaskRegistry.task(_:name:id:priority:debounce:throttle:policy:progressDelay:action:)`.
+    /// Declares a task on the key's shard; see `TaskRegistry.task(_:name:id:priority:debounce:throttle:policy:progressDelay:executor:action:)`.
     ///
     /// - Throws: `RegistryError`.
     public func task<each ID: Hashable & Sendable>(
@@ -33,11 +33,12 @@ public final class ShardedTaskRegistry<Key: Hashable & Sendable>: Sendable {
         throttle: Duration = .zero,
         policy: RestartPolicy = .cancelPrevious,
         progressDelay: Duration? = nil,
+        executor: ActionExecutor = .loop,
         action: @escaping TaskAction
     ) throws(RegistryError) {
         try shard(for: key).task(
             key, name: name, id: repeat each id, priority: priority, debounce: debounce, throttle: throttle,
-            policy: policy, progressDelay: progressDelay, action: action)
+            policy: policy, progressDelay: progressDelay, executor: executor, action: action)
     }
 
     /// Declares the task of `template` on the key's shard; see

@@ -4,8 +4,9 @@ import UVLoop
 /// current run, a `commit` that lets its results land only while it is, and the loop's clock.
 ///
 /// Passed by value and `Sendable`, but `isCurrent` and `commit` read the registry's state and
-/// must be called on the registry's loop thread — which is where actions run, unless they hop
-/// to another executor themselves.
+/// must be called on the registry's loop thread — which is where actions run by default. An
+/// action off the loop (`executor: .global`, a hop of its own) uses `commitOnLoop` and
+/// `isCurrentOnLoop()`, which may be called from anywhere.
 public struct TaskContext: Sendable {
     let run: any RunOwner
 
@@ -70,8 +71,55 @@ public struct TaskContext: Sendable {
     }
 }
 
-/// The registry side of a context. Loop thread only, except `preconditionInLoop`.
+// MARK: - From any thread
+
+extension TaskContext {
+    /// `commit(_:)` from any thread or executor: hops to the registry's loop, runs `body` there
+    /// if this run is still current (dropping it otherwise, counted as a stale commit), and
+    /// returns to the caller's executor. This is how an action that runs off the loop
+    /// (`executor: .global`, or an actor of its own) lands its result stale-proof: the check and
+    /// `body` happen on the loop thread in one step, so no newer run can slip in between.
+    ///
+    /// `body` runs on the loop thread: it must not block, and it may touch loop-confined state.
+    /// On the loop thread this is `commit(_:)`, with no hop.
+    ///
+    /// - Returns: whether `body` ran.
+    /// - Note: May be called from any task.
+    @discardableResult
+    public func commitOnLoop(_ body: () throws -> Void) async rethrows -> Bool {
+        if run.loop.inLoop { return try commit(body) }
+        // `isolation: nil`: the operation is non-isolated, so it runs on the preferred task
+        // executor (the loop) even when the caller is isolated to an actor.
+        return try await withTaskExecutorPreference(run.loop, isolation: nil) { try commit(body) }
+    }
+
+    /// `commit(result:)` from any thread or executor: hops to the registry's loop and stores
+    /// `result` there if this run is still current (see `commitOnLoop(_:)`).
+    ///
+    /// - Returns: whether `result` was stored.
+    /// - Note: May be called from any task.
+    @discardableResult
+    public func commitOnLoop(result: sending some Sendable) async -> Bool {
+        if run.loop.inLoop { return commit(result: result) }
+        return await withTaskExecutorPreference(run.loop, isolation: nil) { commit(result: result) }
+    }
+
+    /// `isCurrent` from any thread or executor, read on the registry's loop. The answer can be
+    /// out of date as soon as it returns: to land a result, use `commitOnLoop`, which checks
+    /// and lands in one step. (`Task.isCancelled` tells, from any thread, whether the run was
+    /// cancelled.)
+    ///
+    /// - Note: May be called from any task.
+    public func isCurrentOnLoop() async -> Bool {
+        if run.loop.inLoop { return isCurrent }
+        return await withTaskExecutorPreference(run.loop, isolation: nil) { isCurrent }
+    }
+}
+
+/// The registry side of a context. Loop thread only, except `preconditionInLoop` and `loop`.
 protocol RunOwner: AnyObject, Sendable {
+    /// The registry's loop. May be read from any thread.
+    var loop: any TaskLoop { get }
     func preconditionInLoop()
     func isCurrentRun(_ generation: UInt64) -> Bool
     func noteStaleCommit()

@@ -32,12 +32,14 @@ final class TaskOptions: @unchecked Sendable {
         /// How long a synchronous run stays `running` before its action is called; zero for
         /// one called when it starts, and for Swift-task actions.
         @usableFromInline var synchronousDelay: Duration
+        /// Where a Swift-task action runs (see `ActionExecutor`).
+        @usableFromInline var executor: ActionExecutor
 
         /// - Throws: `RegistryError.invalidDuration` for a negative duration.
         @inlinable
         init(
             priority: TaskPriority, policy: RestartPolicy, debounce: Duration, throttle: Duration,
-            progressDelay: Duration?, synchronousDelay: Duration = .zero
+            progressDelay: Duration?, synchronousDelay: Duration = .zero, executor: ActionExecutor = .loop
         ) throws(RegistryError) {
             if debounce < .zero { throw RegistryError.invalidDuration(name: "debounce", debounce) }
             if throttle < .zero { throw RegistryError.invalidDuration(name: "throttle", throttle) }
@@ -51,6 +53,7 @@ final class TaskOptions: @unchecked Sendable {
             self.throttle = throttle
             self.progressDelay = progressDelay
             self.synchronousDelay = synchronousDelay
+            self.executor = executor
         }
     }
 
@@ -201,6 +204,8 @@ class AnyTaskRecord: RunOwner, @unchecked Sendable {
     }
 
     func preconditionInLoop() { core.unretainedLoop.preconditionInLoop() }
+
+    var loop: any TaskLoop { core.loop }
 
     func storeResult(_ result: any Sendable) {
         if let box = self.result {

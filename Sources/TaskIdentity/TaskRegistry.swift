@@ -99,7 +99,10 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
     ///   - policy: what a new identity does to a run still in progress.
     ///   - progressDelay: turn the run's progress signal on only if it is still running after
     ///     this long, so fast runs never flash a spinner.
-    ///   - action: the work; it receives a `TaskContext` and runs on the loop as a Swift task.
+    ///   - executor: where the action runs: the registry's loop (the default), `.global` for
+    ///     actions that compute, or any `TaskExecutor` (see `ActionExecutor`). The bookkeeping
+    ///     stays on the loop either way; off the loop, commit with `commitOnLoop`.
+    ///   - action: the work; it receives a `TaskContext` and runs as a Swift task on `executor`.
     ///     Usually a trailing closure; passed by name it needs its `action:` label, since the
     ///     `id:` values before it are variadic.
     /// - Throws: `RegistryError.shutDown` after shutdown; `RegistryError.invalidDuration` for a
@@ -115,10 +118,12 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
         throttle: Duration = .zero,
         policy: RestartPolicy = .cancelPrevious,
         progressDelay: Duration? = nil,
+        executor: ActionExecutor = .loop,
         action: @escaping TaskAction
     ) throws(RegistryError) {
         let values = try TaskOptions.Values(
-            priority: priority, policy: policy, debounce: debounce, throttle: throttle, progressDelay: progressDelay)
+            priority: priority, policy: policy, debounce: debounce, throttle: throttle, progressDelay: progressDelay,
+            executor: executor)
         try declare(key, name: name, identity: makeIdentity(repeat each id), values: values, body: .task(action))
     }
 

@@ -19,7 +19,9 @@ public final class TaskTemplate<Key: Hashable & Sendable>: Sendable {
     @usableFromInline let values: TaskOptions.Values
     @usableFromInline let body: RunBody
 
-    /// Makes a template; the parameters mean what they mean for `TaskRegistry.task(…)`.
+    /// Makes a template; the parameters mean what they mean for `TaskRegistry.task(…)`,
+    /// `executor` included: a template for work that computes can run its actions on
+    /// `.global`, off the loop.
     ///
     /// - Parameter action: the work, given the slot's key and the run's context.
     /// - Throws: `RegistryError.invalidDuration` for a negative duration.
@@ -31,11 +33,13 @@ public final class TaskTemplate<Key: Hashable & Sendable>: Sendable {
         throttle: Duration = .zero,
         policy: RestartPolicy = .cancelPrevious,
         progressDelay: Duration? = nil,
+        executor: ActionExecutor = .loop,
         action: @escaping @Sendable (Key, TaskContext) async throws -> Void
     ) throws(RegistryError) {
         self.name = name
         self.values = try TaskOptions.Values(
-            priority: priority, policy: policy, debounce: debounce, throttle: throttle, progressDelay: progressDelay)
+            priority: priority, policy: policy, debounce: debounce, throttle: throttle, progressDelay: progressDelay,
+            executor: executor)
         // One closure for every declaration: the key comes from the run's own record.
         self.body = .task({ context in
             try await action(unsafeDowncast(context.run, to: TaskRecord<Key>.self).key, context)
