@@ -27,6 +27,12 @@ struct ChurnBench: ParsableCommand {
             "How the registry is declared to: template (one TaskTemplate, no allocation per change), closure (a closure per change) or synchronous (a synchronous template: no Swift task per run)."
     )
     var api: RegistryAPI = .template
+    @Option(help: "Where the registry's Swift-task actions run: loop (the registry's loop) or global (every core).")
+    var executor: ExecutorChoice = .loop
+    @Option(
+        name: .customLong("action-us"),
+        help: "CPU time each action computes, in microseconds (0: actions only record their change).")
+    var actionMicroseconds = 0
     @OptionGroup var common: CommonOptions
 
     func validate() throws {
@@ -36,6 +42,12 @@ struct ChurnBench: ParsableCommand {
         guard debounceMilliseconds >= 0 else { throw ValidationError("--debounce-ms must not be negative") }
         guard (0...64).contains(producers) else { throw ValidationError("--producers must be between 0 and 64") }
         guard (1...64).contains(loops) else { throw ValidationError("--loops must be between 1 and 64") }
+        guard (0...1_000_000).contains(actionMicroseconds) else {
+            throw ValidationError("--action-us must be between 0 and 1000000")
+        }
+        if api == .synchronous && executor != .loop {
+            throw ValidationError("--api synchronous runs its actions on the loop; --executor must be loop")
+        }
     }
 
     func run() throws {
@@ -51,10 +63,16 @@ struct ChurnBench: ParsableCommand {
             report.add("producers", producers)
             report.add("loops", implementation == .registry ? loops : 0)
             report.add("api", implementation == .registry ? api.rawValue : "-")
-            let ledger = SlotLedger(slots: slots)
+            report.add("executor", implementation == .registry ? executor.rawValue : "global")
+            report.add("action_us", actionMicroseconds)
+            let shards = implementation == .registry ? loops : 1
+            let ledger = ShardedLedger(slots: slots, shards: shards)
+            // Each loop's share of the stream, split before the clock starts, so that a loop
+            // walks only its own changes (one loop generates the stream as it goes).
+            let shares = implementation == .registry && producers == 0 && loops > 1 ? streamShares() : nil
             let measurement = Measurement()
             switch implementation {
-            case .registry: try runRegistry(ledger)
+            case .registry: try runRegistry(ledger, shares: shares)
             case .naiveTasks: try runNaive(ledger)
             case .all: fatalError("expanded above")
             }
@@ -76,26 +94,40 @@ struct ChurnBench: ParsableCommand {
         if !failures.isEmpty { throw CorrectnessFailure(description: failures.joined(separator: "; ")) }
     }
 
+    /// The identity stream split by shard (slot s belongs to shard s % loops), in stream order.
+    private func streamShares() -> [[UInt32]] {
+        var shares = [[UInt32]](repeating: [], count: loops)
+        for index in shares.indices { shares[index].reserveCapacity(changes / loops + changes / 100 + 16) }
+        var stream = IdentityStream()
+        for _ in 0..<changes {
+            let slot = stream.nextSlot(slots)
+            shares[slot % loops].append(UInt32(slot))
+        }
+        return shares
+    }
+
     // MARK: - registry
 
-    private func runRegistry(_ ledger: SlotLedger) throws {
+    private func runRegistry(_ ledger: ShardedLedger, shares: [[UInt32]]?) throws {
         let group = try UVLoopGroup(loops: loops, namePrefix: "churn")
         defer { try? group.syncShutdown() }
-        // Slot s belongs to shard s % loops, so each loop owns its slots (and its ledger entries).
+        // Slot s belongs to shard s % loops, so each loop owns its slots (and its ledger part).
         let shards = group.loops.map { TaskRegistry<Int>(loop: $0) }
         let debounce = Duration.milliseconds(debounceMilliseconds)
-        let declare = try Declarer(api: api, debounce: debounce, ledger: ledger)
-        let (slots, changes, batch, loopCount) = (self.slots, self.changes, self.batch, self.loops)
+        let declare = try Declarer(
+            api: api, executor: executor, debounce: debounce, actionMicroseconds: actionMicroseconds, ledger: ledger)
+        let (slots, changes, batch) = (self.slots, self.changes, self.batch)
 
         if producers == 0 {
             let finished = DispatchGroup()
             for (index, registry) in shards.enumerated() {
                 let loop = group.loops[index]
+                let source: ChangeSource = shares.map { .share($0[index]) } ?? .stream(slots: slots, changes: changes)
                 finished.enter()
                 try loop.execute {
                     produceOnLoop(
-                        registry, loop: loop, shard: index, of: loopCount, slots: slots, changes: changes, batch: batch,
-                        declare: declare, ledger: ledger
+                        registry, loop: loop, source: source, batch: batch, declare: declare,
+                        ledger: ledger.parts[index], shards: ledger.parts.count
                     ) { finished.leave() }
                 }
             }
@@ -106,8 +138,12 @@ struct ChurnBench: ParsableCommand {
             let producerCount = producers
             // The final generations, computed by the same stream before the clock matters.
             var stream = IdentityStream()
-            for _ in 0..<changes { ledger.declared[stream.nextSlot(slots)] &+= 1 }
-            ledger.declaredInFlight = true
+            for _ in 0..<changes {
+                let (part, index) = ledger.locate(stream.nextSlot(slots))
+                part.declared[index] &+= 1
+            }
+            for part in ledger.parts { part.declaredInFlight = true }
+            let loopCount = loops
             let posted = DispatchGroup()
             for index in 0..<producerCount {
                 posted.enter()
@@ -134,10 +170,10 @@ struct ChurnBench: ParsableCommand {
 
     // MARK: - naive-tasks
 
-    private func runNaive(_ ledger: SlotLedger) throws {
+    private func runNaive(_ ledger: ShardedLedger) throws {
         let debounce = Duration.milliseconds(debounceMilliseconds)
-        let (slots, changes, batch) = (self.slots, self.changes, self.batch)
-        let recorder = NaiveRecorder(ledger: ledger)
+        let (slots, changes, batch, actionMicroseconds) = (self.slots, self.changes, self.batch, self.actionMicroseconds)
+        let recorder = NaiveRecorder(ledger: ledger.parts[0])
         let live = LiveTasks()
         let producerCount = max(producers, 1)
         try blockOn {
@@ -166,6 +202,10 @@ struct ChurnBench: ParsableCommand {
                                         do { try await Task.sleep(for: debounce) } catch { return }
                                     }
                                     guard !Task.isCancelled else { return }
+                                    if actionMicroseconds > 0 {
+                                        computeFor(microseconds: actionMicroseconds)
+                                        guard !Task.isCancelled else { return }
+                                    }
                                     recorder.complete(slot: slot, generation: generation)
                                 }
                             }
@@ -211,27 +251,43 @@ final class NaiveRecorder: @unchecked Sendable {
     }
 }
 
-/// The loop-thread producer of one shard: issues the shard's share of the identity stream in
-/// batches, one batch per libuv turn (a zero-delay timer), then waits for quiescence.
+/// Where a loop's producer takes its changes from: the whole identity stream (one loop), or
+/// its own share of it, split before the run (several loops).
+enum ChangeSource: Sendable {
+    case stream(slots: Int, changes: Int)
+    case share([UInt32])
+}
+
+/// The loop-thread producer of one shard: issues the shard's changes in batches, one batch per
+/// libuv turn (a zero-delay timer), then waits for quiescence.
 private func produceOnLoop(
-    _ registry: TaskRegistry<Int>, loop: UVLoop, shard: Int, of shards: Int, slots: Int, changes: Int, batch: Int,
-    declare: Declarer, ledger: SlotLedger, done: @escaping @Sendable () -> Void
+    _ registry: TaskRegistry<Int>, loop: UVLoop, source: ChangeSource, batch: Int, declare: Declarer,
+    ledger: SlotLedger, shards: Int, done: @escaping @Sendable () -> Void
 ) {
     let producer = LoopLocal((stream: IdentityStream(), issued: 0))
     let progress = LoopLocal(ProgressLine(label: "churn registry"))
+    let total: Int
+    switch source {
+    case .stream(_, let changes): total = changes
+    case .share(let share): total = share.count
+    }
     let turn = TimerBox()
     turn.timer = try! loop.makeUVTimer {
-        let end = min(producer.value.issued + batch, changes)
+        let end = min(producer.value.issued + batch, total)
         while producer.value.issued < end {
+            let slot: Int
+            switch source {
+            case .stream(let slots, _): slot = producer.value.stream.nextSlot(slots)
+            case .share(let share): slot = Int(share[producer.value.issued])
+            }
             producer.value.issued += 1
-            let slot = producer.value.stream.nextSlot(slots)
-            guard slot % shards == shard else { continue }
-            let generation = ledger.declared[slot] &+ 1
-            ledger.declared[slot] = generation
+            let index = slot / shards
+            let generation = ledger.declared[index] &+ 1
+            ledger.declared[index] = generation
             try! declare(registry, slot: slot, generation: generation)
         }
-        if shard == 0 { progress.value.update(done: producer.value.issued, of: changes) }
-        if producer.value.issued < changes {
+        if slotIsFirstShard(ledger) { progress.value.update(done: producer.value.issued, of: total) }
+        if producer.value.issued < total {
             try! turn.timer!.start(after: .zero)  // the next libuv turn
         } else {
             turn.timer!.close()
@@ -241,6 +297,24 @@ private func produceOnLoop(
         }
     }
     try! turn.timer!.start(after: .zero)
+}
+
+/// Only the first shard's producer prints progress.
+private func slotIsFirstShard(_ ledger: SlotLedger) -> Bool { ledger.shard == 0 }
+
+/// Where the registry's actions run (`--executor`).
+enum ExecutorChoice: String, ExpressibleByArgument {
+    case loop
+    case global
+
+    var actionExecutor: ActionExecutor { self == .loop ? .loop : .global }
+}
+
+/// Computes (spins) for `microseconds` of wall time on the calling thread: a CPU-bound action.
+@inline(never)
+func computeFor(microseconds: Int) {
+    let deadline = monotonicNanoseconds() &+ UInt64(microseconds) &* 1_000
+    while monotonicNanoseconds() < deadline {}
 }
 
 /// How the churn driver declares identity changes to the registry.
@@ -253,24 +327,38 @@ enum RegistryAPI: String, ExpressibleByArgument {
 
 /// One identity change, declared through the chosen API. Either way the action commits the
 /// change's (slot, generation) to the ledger; with a template the slot comes from the run's key
-/// and the generation from its context (each change is a new identity, so they agree).
+/// and the generation from its context (each change is a new identity, so they agree). An
+/// action off the loop computes there and commits with `commitOnLoop`, on the loop.
 struct Declarer: Sendable {
     let api: RegistryAPI
+    let executor: ActionExecutor
     let debounce: Duration
-    let ledger: SlotLedger
+    let actionMicroseconds: Int
+    let ledger: ShardedLedger
     let template: TaskTemplate<Int>
 
-    init(api: RegistryAPI, debounce: Duration, ledger: SlotLedger) throws {
+    init(
+        api: RegistryAPI, executor: ExecutorChoice, debounce: Duration, actionMicroseconds: Int, ledger: ShardedLedger
+    ) throws {
         self.api = api
+        self.executor = executor.actionExecutor
         self.debounce = debounce
+        self.actionMicroseconds = actionMicroseconds
         self.ledger = ledger
         if api == .synchronous {
             template = try .synchronous(debounce: debounce) { slot, context in
+                if actionMicroseconds > 0 { computeFor(microseconds: actionMicroseconds) }
+                context.commit { ledger.complete(slot: slot, generation: context.generation) }
+            }
+        } else if executor == .loop {
+            template = try TaskTemplate<Int>(debounce: debounce) { slot, context in
+                if actionMicroseconds > 0 { computeFor(microseconds: actionMicroseconds) }
                 context.commit { ledger.complete(slot: slot, generation: context.generation) }
             }
         } else {
-            template = try TaskTemplate<Int>(debounce: debounce) { slot, context in
-                context.commit { ledger.complete(slot: slot, generation: context.generation) }
+            template = try TaskTemplate<Int>(debounce: debounce, executor: executor.actionExecutor) { slot, context in
+                if actionMicroseconds > 0 { computeFor(microseconds: actionMicroseconds) }
+                await context.commitOnLoop { ledger.complete(slot: slot, generation: context.generation) }
             }
         }
     }
@@ -281,9 +369,17 @@ struct Declarer: Sendable {
         case .template, .synchronous:
             try registry.task(slot, id: generation, template: template)
         case .closure:
-            let ledger = self.ledger
-            try registry.task(slot, id: generation, debounce: debounce) { context in
-                context.commit { ledger.complete(slot: slot, generation: generation) }
+            let (ledger, actionMicroseconds) = (self.ledger, self.actionMicroseconds)
+            if executor == .loop {
+                try registry.task(slot, id: generation, debounce: debounce) { context in
+                    if actionMicroseconds > 0 { computeFor(microseconds: actionMicroseconds) }
+                    context.commit { ledger.complete(slot: slot, generation: generation) }
+                }
+            } else {
+                try registry.task(slot, id: generation, debounce: debounce, executor: executor) { context in
+                    if actionMicroseconds > 0 { computeFor(microseconds: actionMicroseconds) }
+                    await context.commitOnLoop { ledger.complete(slot: slot, generation: generation) }
+                }
             }
         }
     }

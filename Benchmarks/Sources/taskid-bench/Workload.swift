@@ -94,10 +94,13 @@ final class SlotLedger: @unchecked Sendable {
     var stale = 0
     var doubleRuns = 0
     var declaredInFlight = false
+    /// Which shard's slots this ledger holds (see `ShardedLedger`).
+    let shard: Int
 
-    init(slots: Int) {
+    init(slots: Int, shard: Int = 0) {
         declared = Array(repeating: 0, count: slots)
         completed = Array(repeating: 0, count: slots)
+        self.shard = shard
     }
 
     @inline(__always)
@@ -114,6 +117,36 @@ final class SlotLedger: @unchecked Sendable {
         for slot in declared.indices where declared[slot] > 0 && completed[slot] != declared[slot] { missing += 1 }
         return missing
     }
+}
+
+/// The ledger of a run over several loops: one `SlotLedger` per shard (slot s is entry
+/// s / shards of part s % shards), each its own allocation, so that loops never write to a
+/// shared counter or cache line. Each part is touched by its own loop's thread only.
+final class ShardedLedger: Sendable {
+    let parts: [SlotLedger]
+
+    init(slots: Int, shards: Int) {
+        parts = (0..<shards).map { shard in
+            SlotLedger(slots: (slots - shard + shards - 1) / shards, shard: shard)
+        }
+    }
+
+    /// The part and index of `slot`.
+    @inline(__always)
+    func locate(_ slot: Int) -> (SlotLedger, Int) {
+        let count = parts.count
+        return count == 1 ? (parts[0], slot) : (parts[slot % count], slot / count)
+    }
+
+    @inline(__always)
+    func complete(slot: Int, generation: UInt64) {
+        let (part, index) = locate(slot)
+        part.complete(slot: index, generation: generation)
+    }
+
+    var actions: Int { parts.reduce(0) { $0 + $1.actions } }
+    var stale: Int { parts.reduce(0) { $0 + $1.stale } }
+    var missingFinal: Int { parts.reduce(0) { $0 + $1.missingFinal } }
 }
 
 /// A mutable value used by one thread at a time (the loop's), captured by `@Sendable` closures.
