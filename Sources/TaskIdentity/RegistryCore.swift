@@ -12,6 +12,8 @@ final class RegistryCore: @unchecked Sendable {
     /// Safe because `loop` keeps the loop alive as long as this core exists.
     @usableFromInline unowned(unsafe) let unretainedLoop: any TaskLoop
     let clock: LoopClock
+    /// The way onto the loop thread for actions that run on other executors.
+    let door: LoopDoor
     /// The counters live behind a pointer: they change on every declaration, and as a class's
     /// stored property each `+= 1` would pay a dynamic exclusivity check.
     private let countersStorage: UnsafeMutablePointer<RegistryCounters> = {
@@ -49,6 +51,7 @@ final class RegistryCore: @unchecked Sendable {
         self.loop = loop
         self.unretainedLoop = loop
         self.clock = loop.clock
+        self.door = LoopDoor(loop: loop)
     }
 
     deinit {
@@ -251,8 +254,8 @@ final class RegistryCore: @unchecked Sendable {
             } else {
                 record.runningTask = Task(executorPreference: loop, priority: record.options.priority) {
                     var failure: (any Error)?
+                    // The action is `nonisolated(nonsending)`: it runs right here, on the loop.
                     do { try await action(context) } catch { failure = error }
-                    // Back on the loop: the task prefers the loop's executor.
                     self.runEnded(record, generation: generation, failure: failure)
                 }
             }
@@ -273,21 +276,18 @@ final class RegistryCore: @unchecked Sendable {
         }
     }
 
-    /// A run whose action runs on `executor`: the task prefers the loop, so that its end (and
-    /// `runEnded`) is back on the loop thread; only the action itself hops to `executor`.
+    /// A run whose action runs on `executor`: the task prefers `executor`, where the action (a
+    /// `nonisolated(nonsending)` function) runs with the task; the run's end is settled on the
+    /// loop, through the core's `LoopDoor`, and the task completes back on `executor`.
     private func startOffLoop(
         _ record: AnyTaskRecord, generation: UInt64, on executor: any TaskExecutor, _ context: TaskContext,
         _ action: @escaping TaskAction
     ) -> Task<Void, Never> {
-        Task(executorPreference: loop, priority: record.options.priority) {
+        Task(executorPreference: executor, priority: record.options.priority) {
             var failure: (any Error)?
-            do {
-                try await withTaskExecutorPreference(executor) { try await action(context) }
-            } catch {
-                failure = error
-            }
-            // Returning from the preference scope resumes on the task's own preference: the loop.
-            self.runEnded(record, generation: generation, failure: failure)
+            do { try await action(context) } catch { failure = error }
+            let ending = failure
+            await self.door.run { self.runEnded(record, generation: generation, failure: ending) }
         }
     }
 

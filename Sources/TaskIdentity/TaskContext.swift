@@ -8,7 +8,7 @@ import UVLoop
 /// action off the loop (`executor: .global`, a hop of its own) uses `commitOnLoop` and
 /// `isCurrentOnLoop()`, which may be called from anywhere.
 public struct TaskContext: Sendable {
-    let run: any RunOwner
+    @usableFromInline let run: any RunOwner
 
     /// The generation of this run: how many identities its task has had in this slot's
     /// lifetime when it was declared, counting from 1.
@@ -41,6 +41,8 @@ public struct TaskContext: Sendable {
     /// - Returns: whether `body` ran.
     /// - Note: Loop thread only (the action's own thread while it runs on the loop).
     @discardableResult
+    @inlinable  // inlined into the action: a closure passed across the module boundary from an
+    // async function would get a heap-allocated context on every call
     public func commit(_ body: () throws -> Void) rethrows -> Bool {
         run.preconditionInLoop()
         guard run.isCurrentRun(generation) else {
@@ -86,11 +88,9 @@ extension TaskContext {
     /// - Returns: whether `body` ran.
     /// - Note: May be called from any task.
     @discardableResult
-    public func commitOnLoop(_ body: () throws -> Void) async rethrows -> Bool {
+    public func commitOnLoop(_ body: @Sendable () throws -> Void) async rethrows -> Bool {
         if run.loop.inLoop { return try commit(body) }
-        // `isolation: nil`: the operation is non-isolated, so it runs on the preferred task
-        // executor (the loop) even when the caller is isolated to an actor.
-        return try await withTaskExecutorPreference(run.loop, isolation: nil) { try commit(body) }
+        return try await run.door.run { try commit(body) }
     }
 
     /// `commit(result:)` from any thread or executor: hops to the registry's loop and stores
@@ -99,9 +99,9 @@ extension TaskContext {
     /// - Returns: whether `result` was stored.
     /// - Note: May be called from any task.
     @discardableResult
-    public func commitOnLoop(result: sending some Sendable) async -> Bool {
+    public func commitOnLoop(result: some Sendable) async -> Bool {
         if run.loop.inLoop { return commit(result: result) }
-        return await withTaskExecutorPreference(run.loop, isolation: nil) { commit(result: result) }
+        return await run.door.run { commit(result: result) }
     }
 
     /// `isCurrent` from any thread or executor, read on the registry's loop. The answer can be
@@ -112,14 +112,17 @@ extension TaskContext {
     /// - Note: May be called from any task.
     public func isCurrentOnLoop() async -> Bool {
         if run.loop.inLoop { return isCurrent }
-        return await withTaskExecutorPreference(run.loop, isolation: nil) { isCurrent }
+        return await run.door.run { isCurrent }
     }
 }
 
 /// The registry side of a context. Loop thread only, except `preconditionInLoop` and `loop`.
+@usableFromInline
 protocol RunOwner: AnyObject, Sendable {
     /// The registry's loop. May be read from any thread.
     var loop: any TaskLoop { get }
+    /// The way onto the loop thread from other executors. May be read from any thread.
+    var door: LoopDoor { get }
     func preconditionInLoop()
     func isCurrentRun(_ generation: UInt64) -> Bool
     func noteStaleCommit()

@@ -1,7 +1,12 @@
 import UVLoop
 
-/// The action of a task: runs on the registry's loop, as one Swift task per run.
-public typealias TaskAction = @Sendable (TaskContext) async throws -> Void
+/// The action of a task: one Swift task per run, on the registry's loop or on the executor
+/// chosen for the task (`ActionExecutor`).
+///
+/// `nonisolated(nonsending)`: the action runs on the executor its run's task is on, so calling
+/// it is a plain call, with no executor check and switch on entry. A closure isolated to an
+/// actor (`{ @MainActor context in … }`) still runs on that actor.
+public typealias TaskAction = nonisolated(nonsending) @Sendable (TaskContext) async throws -> Void
 
 /// The action of a synchronous task (`TaskTemplate.synchronous`): called on the registry's loop
 /// thread, inline, with no Swift task.
@@ -203,11 +208,13 @@ class AnyTaskRecord: RunOwner, @unchecked Sendable {
         self.options = options
     }
 
-    func preconditionInLoop() { core.unretainedLoop.preconditionInLoop() }
+    @usableFromInline func preconditionInLoop() { core.unretainedLoop.preconditionInLoop() }
 
-    var loop: any TaskLoop { core.loop }
+    @usableFromInline var loop: any TaskLoop { core.loop }
 
-    func storeResult(_ result: any Sendable) {
+    @usableFromInline var door: LoopDoor { core.door }
+
+    @usableFromInline func storeResult(_ result: any Sendable) {
         if let box = self.result {
             box.value = result
         } else {
@@ -215,11 +222,11 @@ class AnyTaskRecord: RunOwner, @unchecked Sendable {
         }
     }
 
-    func isCurrentRun(_ generation: UInt64) -> Bool {
+    @usableFromInline func isCurrentRun(_ generation: UInt64) -> Bool {
         runIsCurrent && runGeneration == generation && !removed
     }
 
-    func noteStaleCommit() { core.counters.staleCommitsDropped &+= 1 }
+    @usableFromInline func noteStaleCommit() { core.counters.staleCommitsDropped &+= 1 }
 
     /// Sends a phase update to observers; overridden by the keyed record that knows its key.
     func publish(generation: UInt64, phase: TaskPhase) {}

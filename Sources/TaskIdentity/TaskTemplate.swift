@@ -34,7 +34,7 @@ public final class TaskTemplate<Key: Hashable & Sendable>: Sendable {
         policy: RestartPolicy = .cancelPrevious,
         progressDelay: Duration? = nil,
         executor: ActionExecutor = .loop,
-        action: @escaping @Sendable (Key, TaskContext) async throws -> Void
+        action: nonisolated(nonsending) @escaping @Sendable (Key, TaskContext) async throws -> Void
     ) throws(RegistryError) {
         self.name = name
         self.values = try TaskOptions.Values(

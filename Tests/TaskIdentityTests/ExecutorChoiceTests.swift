@@ -51,7 +51,7 @@ struct ExecutorChoiceTests {
             let id = context.id(as: Int.self)!
             log.add("action \(id) inLoop=\(loop.inLoop) cancelled=\(Task.isCancelled)")
             let landed = await context.commitOnLoop { log.add("commit \(id) inLoop=\(loop.inLoop)") }
-            log.add("action \(id) landed=\(landed)")
+            log.add("action \(id) landed=\(landed) inLoop=\(loop.inLoop)")
         }
         try registry.task("a", id: 1, template: template)
         loop.run()  // g1 starts on the loop and hops to the executor
@@ -62,10 +62,12 @@ struct ExecutorChoiceTests {
         #expect(executor.queuedJobCount == 2)
         try executor.runOffLoop(during: loop)  // both actions run, their commits hop to the loop
         try executor.runOffLoop(during: loop)  // both resume off the loop, then end on the loop
+        #expect(executor.queuedJobCount == 2, "the tasks complete back on their executor")
+        try executor.runOffLoop(during: loop)
         #expect(
             log.take() == [
                 "action 1 inLoop=false cancelled=true", "action 2 inLoop=false cancelled=false",
-                "commit 2 inLoop=true", "action 1 landed=false", "action 2 landed=true",
+                "commit 2 inLoop=true", "action 1 landed=false inLoop=false", "action 2 landed=true inLoop=false",
             ])
         #expect(phases.take() == ["g1 running", "g1 cancelled(identityChanged)", "g2 running", "g2 finished"])
         let counters = registry.counters

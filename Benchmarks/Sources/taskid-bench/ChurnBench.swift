@@ -172,7 +172,9 @@ struct ChurnBench: ParsableCommand {
 
     private func runNaive(_ ledger: ShardedLedger) throws {
         let debounce = Duration.milliseconds(debounceMilliseconds)
-        let (slots, changes, batch, actionMicroseconds) = (self.slots, self.changes, self.batch, self.actionMicroseconds)
+        let (slots, changes, batch, actionMicroseconds) = (
+            self.slots, self.changes, self.batch, self.actionMicroseconds
+        )
         let recorder = NaiveRecorder(ledger: ledger.parts[0])
         let live = LiveTasks()
         let producerCount = max(producers, 1)
@@ -310,11 +312,13 @@ enum ExecutorChoice: String, ExpressibleByArgument {
     var actionExecutor: ActionExecutor { self == .loop ? .loop : .global }
 }
 
-/// Computes (spins) for `microseconds` of wall time on the calling thread: a CPU-bound action.
+/// Computes (spins) for `microseconds` of wall time on the calling thread, a CPU-bound action
+/// that checks for cancellation as it goes, as cooperative work does: a cancelled action stops
+/// early instead of finishing work nobody wants.
 @inline(never)
 func computeFor(microseconds: Int) {
     let deadline = monotonicNanoseconds() &+ UInt64(microseconds) &* 1_000
-    while monotonicNanoseconds() < deadline {}
+    while monotonicNanoseconds() < deadline && !Task.isCancelled {}
 }
 
 /// How the churn driver declares identity changes to the registry.
