@@ -172,11 +172,15 @@ struct ExecutorChoiceTests {
             final.withLock { $0 = spin != 0 }
         }
         await registry.flush()
-        var counters = try await registry.countersSnapshot()
-        while counters.started < 2 { counters = try await registry.countersSnapshot() }
+        // Slot 0's last run ends finished; slot 1's run is running (sleeping) when shutdown comes.
+        func phase(_ key: Int) async throws -> String? {
+            try await loop.submit { registry.phase(of: key)?.description }
+        }
+        while try await phase(0) != "finished" { await Task.yield() }
+        while try await !["running", "finished"].contains(phase(1)) { await Task.yield() }
         await registry.shutdown()
         #expect(final.withLock { $0 }, "shutdown returned before the action ended")
-        counters = try await registry.countersSnapshot()
+        let counters = try await registry.countersSnapshot()
         #expect(counters.runningActions == 0 && counters.liveGenerations == 0)
         let order = landed.withLock { $0 }
         // Stale-proof: a commit lands only for the id current at that moment, so ids only grow.

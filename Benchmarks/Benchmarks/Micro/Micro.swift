@@ -49,6 +49,23 @@ let benchmarks: @Sendable () -> Void = {
         loop.run()
     }
 
+    // The same through a template (what a server declares per request): the Swift task and its
+    // first frame slab (the runtime's two allocations for any task that awaits), and the task
+    // closure's capture box and thunk context.
+    Benchmark("registry.restart.template") { benchmark in
+        let loop = TestLoop()
+        let registry = TaskRegistry<Int>(loop: loop)
+        let template = try TaskTemplate<Int> { _, context in context.commit {} }
+        benchmark.startMeasurement()
+        for id in benchmark.scaledIterations {
+            try? registry.task(0, id: id, template: template)
+            loop.run()
+        }
+        benchmark.stopMeasurement()
+        registry.startShutdown()
+        loop.run()
+    }
+
     // The same through a synchronous template: the action is called on the loop, inline, and
     // the run ends; no Swift task.
     Benchmark("registry.restart.synchronous") { benchmark in
