@@ -469,6 +469,10 @@ final class RegistryCore: @unchecked Sendable {
         for waiter in waiters { waiter() }
     }
 
+    /// Entries waiting in the debounce queues, for tests (stale entries included: a record
+    /// re-declared inside its window leaves its earlier entries to be skipped when due).
+    var debounceEntryCount: Int { debounceQueues.values.reduce(0) { $0 + $1.count } }
+
     /// Timers the registry holds open (deadline queues and throttle timers), for tests.
     var openTimerCount: Int {
         debounceQueues.count + progressQueues.count + synchronousQueues.count
