@@ -15,10 +15,15 @@ public final class ShardedTaskRegistry<Key: Hashable & Sendable>: Sendable {
         shards = group.loops.map { TaskRegistry<Key>(loop: $0) }
     }
 
-    /// The shard that owns `key`: the same key always maps to the same shard.
-    @inline(__always)
+    /// The shard that owns `key`: the same key always maps to the same shard. With one shard
+    /// the key is not hashed at all (its shard hashes it once, for its slot table).
+    ///
+    /// May be called from any thread.
+    @inlinable
     public func shard(for key: Key) -> TaskRegistry<Key> {
-        shards[Int(UInt(bitPattern: key.hashValue) % UInt(shards.count))]
+        let count = shards.count
+        if count == 1 { return shards[0] }
+        return shards[Int(UInt(bitPattern: key.hashValue) % UInt(count))]
     }
 
     /// Declares a task on the key's shard; see `TaskRegistry.task(_:name:id:priority:debounce:throttle:policy:progressDelay:executor:action:)`.
