@@ -14,9 +14,14 @@ public struct TaskContext: Sendable {
     /// lifetime when it was declared, counting from 1.
     public let generation: UInt64
 
+    /// The identity as the registry keeps it (see `StoredIdentity`).
+    @usableFromInline let storedID: StoredIdentity
+
     /// The identity this run was declared with: the value itself for `id: value`, a
     /// `CompoundIdentity` for `id: a, b`, `nil` for a task declared without an id.
-    public let id: (any Hashable & Sendable)?
+    ///
+    /// May be read from any thread.
+    public var id: (any Hashable & Sendable)? { storedID.declaredValue }
 
     /// The registry loop's clock, for sleeps and deadlines that tests can drive in virtual time.
     public let clock: LoopClock
