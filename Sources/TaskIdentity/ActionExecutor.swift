@@ -18,6 +18,11 @@ import UVLoop
 /// `commitOnLoop(_:)`, `commitOnLoop(result:)` and `isCurrentOnLoop()`, which hop to the loop,
 /// decide there, and stay stale-proof.
 ///
+/// `.executor(registry.loop)` is `.loop`. A registry keeps each distinct executor it was given
+/// (with the options it came with) until it shuts down, so make executors once, not per
+/// declaration. An executor that never runs a job it was given leaves that run running, and
+/// the registry's `shutdown()` waits for it.
+///
 /// A value type; may be made and used on any thread.
 public struct ActionExecutor: Hashable, Sendable, CustomStringConvertible {
     @usableFromInline

@@ -249,7 +249,7 @@ final class RegistryCore: @unchecked Sendable {
         case .task(let action):
             record.runIsSynchronous = false
             let context = TaskContext(run: record, generation: generation, storedID: record.identity, clock: clock)
-            if let executor = record.options.values.executor.taskExecutor {
+            if let executor = record.options.values.executor.taskExecutor, executor !== loop {
                 record.runningTask = startOffLoop(record, generation: generation, on: executor, context, action)
             } else {
                 record.runningTask = Task(executorPreference: loop, priority: record.options.priority) {
@@ -277,8 +277,10 @@ final class RegistryCore: @unchecked Sendable {
     }
 
     /// A run whose action runs on `executor`: the task prefers `executor`, where the action (a
-    /// `nonisolated(nonsending)` function) runs with the task; the run's end is settled on the
-    /// loop, through the core's `LoopDoor`, and the task completes back on `executor`.
+    /// `nonisolated(nonsending)` function) runs with the task. The run's end is posted to the
+    /// loop, and the task completes where it is, without waiting for it (awaiting it would cost
+    /// a hop to the loop and one back). Once the loop has shut down, the end goes through the
+    /// core's `LoopDoor` instead, whose jobs then run one at a time on the enqueuing threads.
     private func startOffLoop(
         _ record: AnyTaskRecord, generation: UInt64, on executor: any TaskExecutor, _ context: TaskContext,
         _ action: @escaping TaskAction
@@ -287,7 +289,11 @@ final class RegistryCore: @unchecked Sendable {
             var failure: (any Error)?
             do { try await action(context) } catch { failure = error }
             let ending = failure
-            await self.door.run { self.runEnded(record, generation: generation, failure: ending) }
+            do {
+                try self.loop.execute { self.runEnded(record, generation: generation, failure: ending) }
+            } catch {
+                await self.door.run { self.runEnded(record, generation: generation, failure: ending) }
+            }
         }
     }
 
@@ -359,7 +365,9 @@ final class RegistryCore: @unchecked Sendable {
     /// A run has ended (on the loop thread): its Swift task returned, or its synchronous action
     /// was called while the run was current.
     private func runEnded(_ record: AnyTaskRecord, generation: UInt64, failure: (any Error)?) {
-        assert(unretainedLoop.inLoop, "BUG DETECTED: a run ended off its registry's loop thread")
+        // Off the loop thread only after the loop shut down: the loop's remaining jobs and the
+        // door's then run one at a time on the threads that enqueue them.
+        assert(unretainedLoop.inLoop || isShutDown, "BUG DETECTED: a run ended off its registry's loop thread")
         counters.runningActions &-= 1
         if record.runIsCurrent && record.runGeneration == generation {
             record.runIsCurrent = false
@@ -468,10 +476,6 @@ final class RegistryCore: @unchecked Sendable {
         quiescedWaiters = []
         for waiter in waiters { waiter() }
     }
-
-    /// Entries waiting in the debounce queues, for tests (stale entries included: a record
-    /// re-declared inside its window leaves its earlier entries to be skipped when due).
-    var debounceEntryCount: Int { debounceQueues.values.reduce(0) { $0 + $1.count } }
 
     /// Timers the registry holds open (deadline queues and throttle timers), for tests.
     var openTimerCount: Int {

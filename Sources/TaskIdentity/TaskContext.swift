@@ -87,15 +87,17 @@ extension TaskContext {
     /// (`executor: .global`, or an actor of its own) lands its result stale-proof: the check and
     /// `body` happen on the loop thread in one step, so no newer run can slip in between.
     ///
-    /// `body` runs on the loop thread: it must not block, and it may touch loop-confined state.
-    /// On the loop thread this is `commit(_:)`, with no hop.
+    /// `body` runs on the loop thread: it must not block. Its captures must be `Sendable`:
+    /// loop-confined state is reached through a class confined to the loop (as `SearchSession`
+    /// in the README). On the loop thread this is `commit(_:)`, with no hop. After the loop has
+    /// shut down, the run is over: `body` is dropped and this returns false.
     ///
     /// - Returns: whether `body` ran.
     /// - Note: May be called from any task.
     @discardableResult
     public func commitOnLoop(_ body: @Sendable () throws -> Void) async rethrows -> Bool {
         if run.loop.inLoop { return try commit(body) }
-        return try await run.door.run { try commit(body) }
+        return try await run.door.run { try landIfCurrent(body) }
     }
 
     /// `commit(result:)` from any thread or executor: hops to the registry's loop and stores
@@ -106,7 +108,7 @@ extension TaskContext {
     @discardableResult
     public func commitOnLoop(result: some Sendable) async -> Bool {
         if run.loop.inLoop { return commit(result: result) }
-        return await run.door.run { commit(result: result) }
+        return await run.door.run { landIfCurrent { run.storeResult(result) } }
     }
 
     /// `isCurrent` from any thread or executor, read on the registry's loop. The answer can be
@@ -117,7 +119,38 @@ extension TaskContext {
     /// - Note: May be called from any task.
     public func isCurrentOnLoop() async -> Bool {
         if run.loop.inLoop { return isCurrent }
-        return await run.door.run { isCurrent }
+        return await run.door.run { run.isCurrentRun(generation) }
+    }
+
+    /// Posts `body` to the registry's loop and returns at once: there, after the work already
+    /// queued, `body` runs if this run is still current, and is dropped otherwise (counted as a
+    /// stale commit). The check happens on the loop, when `body` arrives, so it is as
+    /// stale-proof as `commit`; nothing waits for it. Posted before the action returns, `body`
+    /// is handled before the run's end. For actions off the loop that land their result last:
+    /// `commitOnLoop` costs a hop to the loop and one back, this one post (batched with the
+    /// run's end into one wake-up of the loop). After the loop has shut down, `body` is dropped.
+    ///
+    /// - Note: May be called from any thread.
+    public func postCommit(_ body: @escaping @Sendable () -> Void) {
+        let context = self
+        do {
+            try run.loop.execute { _ = context.landIfCurrent(body) }
+        } catch {
+            // The loop has shut down: the run is over (cancelled by the registry's shutdown).
+        }
+    }
+
+    /// `commit`'s check and landing without the thread check: for closures posted to the loop
+    /// and for the loop's `LoopDoor`, whose jobs run on the loop thread or, once the loop has
+    /// shut down, one at a time on the enqueuing threads (where `inLoop` is false, and every
+    /// run is over).
+    fileprivate func landIfCurrent(_ body: () throws -> Void) rethrows -> Bool {
+        guard run.isCurrentRun(generation) else {
+            run.noteStaleCommit()
+            return false
+        }
+        try body()
+        return true
     }
 }
 

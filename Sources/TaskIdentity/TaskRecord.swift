@@ -5,7 +5,8 @@ import UVLoop
 ///
 /// `nonisolated(nonsending)`: the action runs on the executor its run's task is on, so calling
 /// it is a plain call, with no executor check and switch on entry. A closure isolated to an
-/// actor (`{ @MainActor context in … }`) still runs on that actor.
+/// actor (`{ @MainActor context in … }`) still runs on that actor, whatever `executor:` says;
+/// it lands its results with `TaskContext.commitOnLoop`, since `commit` is loop-thread only.
 public typealias TaskAction = nonisolated(nonsending) @Sendable (TaskContext) async throws -> Void
 
 /// The action of a synchronous task (`TaskTemplate.synchronous`): called on the registry's loop

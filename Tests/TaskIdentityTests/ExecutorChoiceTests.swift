@@ -61,9 +61,7 @@ struct ExecutorChoiceTests {
         loop.run()
         #expect(executor.queuedJobCount == 2)
         try executor.runOffLoop(during: loop)  // both actions run, their commits hop to the loop
-        try executor.runOffLoop(during: loop)  // both resume off the loop, then end on the loop
-        #expect(executor.queuedJobCount == 2, "the tasks complete back on their executor")
-        try executor.runOffLoop(during: loop)
+        try executor.runOffLoop(during: loop)  // both resume off the loop, complete, post their ends
         #expect(
             log.take() == [
                 "action 1 inLoop=false cancelled=true", "action 2 inLoop=false cancelled=false",
@@ -74,6 +72,27 @@ struct ExecutorChoiceTests {
         #expect(counters.staleCommitsDropped == 1)
         #expect(counters.started == 2 && counters.cancelled == 1 && counters.finished == 1)
         #expect(counters.runningActions == 0 && counters.liveGenerations == 0)
+        #expect(executor.queuedJobCount == 0)
+        h.finish()
+    }
+
+    @Test func aPostedCommitLandsOnlyWhileCurrentAndBeforeTheRunsEnd() throws {
+        let h = RegistryHarness<String>()
+        let (loop, registry, log) = (h.loop, h.registry, h.log)
+        let executor = ManualExecutor()
+        let phases = PhaseRecorder(registry, "a")
+        let template = try TaskTemplate<String>(executor: .executor(executor)) { _, context in
+            let generation = context.generation
+            context.postCommit { log.add("g\(generation) landed, phase \(registry.phase(of: "a")!)") }
+        }
+        try registry.task("a", id: 1, template: template)
+        loop.run()
+        try registry.task("a", id: 2, template: template)
+        loop.run()
+        try executor.runOffLoop(during: loop)
+        #expect(log.take() == ["g2 landed, phase running"])
+        #expect(phases.take() == ["g1 running", "g1 cancelled(identityChanged)", "g2 running", "g2 finished"])
+        #expect(registry.counters.staleCommitsDropped == 1 && registry.counters.runningActions == 0)
         #expect(executor.queuedJobCount == 0)
         h.finish()
     }
@@ -118,6 +137,7 @@ struct ExecutorChoiceTests {
         #expect(log.take() == ["action cancelled=true"])
         #expect(quiesced.value)
         #expect(phases.take() == ["g1 running", "g1 cancelled(registryShutDown)"])
+        #expect(executor.queuedJobCount == 0, "the task completed where its action ended")
         h.finish()
     }
 
@@ -140,6 +160,12 @@ struct ExecutorChoiceTests {
         try first.runOffLoop(during: loop)
         #expect(log.take() == ["second", "first"])
         #expect(registry.counters.finished == 1 && registry.counters.cancelled == 1)
+        #expect(first.queuedJobCount == 0 && second.queuedJobCount == 0)
+        // The registry's own loop as the executor is the loop: no hop, nothing for the door.
+        try registry.task("b", id: 1, executor: .executor(loop)) { _ in log.add("b inLoop=\(loop.inLoop)") }
+        loop.run()
+        #expect(log.take() == ["b inLoop=true"])
+        #expect(registry.phase(of: "b")?.description == "finished")
         h.finish()
     }
 
@@ -164,20 +190,24 @@ struct ExecutorChoiceTests {
             try registry.task(0, id: id, template: template)
             await registry.flush()
         }
-        let final = Locked(false)
+        // Slot 1's action ignores cancellation and holds until the test releases it, after
+        // shutdown has begun: shutdown must not return before the action has ended.
+        let (started, released, final) = (Locked(false), Locked(false), Locked(false))
         try registry.task(1, id: 0, executor: .global) { _ in
-            try? await Task.sleep(for: .milliseconds(20))  // cancelled by shutdown: ends early
-            var spin = 0
-            for step in 0..<200_000 { spin &+= step }
-            final.withLock { $0 = spin != 0 }
+            started.withLock { $0 = true }
+            while !released.withLock({ $0 }) { await Task.yield() }
+            final.withLock { $0 = true }
         }
         await registry.flush()
-        // Slot 0's last run ends finished; slot 1's run is running (sleeping) when shutdown comes.
         func phase(_ key: Int) async throws -> String? {
             try await loop.submit { registry.phase(of: key)?.description }
         }
         while try await phase(0) != "finished" { await Task.yield() }
-        while try await !["running", "finished"].contains(phase(1)) { await Task.yield() }
+        while !started.withLock({ $0 }) { await Task.yield() }
+        registry.startShutdown()
+        while try await phase(1) != nil { await Task.yield() }  // shutdown removed the slot
+        #expect(!final.withLock { $0 })
+        released.withLock { $0 = true }
         await registry.shutdown()
         #expect(final.withLock { $0 }, "shutdown returned before the action ended")
         let counters = try await registry.countersSnapshot()
@@ -189,6 +219,28 @@ struct ExecutorChoiceTests {
         #expect(order.count + Int(counters.staleCommitsDropped) == 50, "every action committed once")
         #expect(offLoop.load(ordering: .relaxed) >= 1)
         try loop.syncShutdown()
+        #expect(loop.loopCloseResult == 0)
+    }
+
+    @Test func anActionOffTheLoopThatEndsAfterTheLoopShutDownEndsQuietly() async throws {
+        let loop = UVLoop(name: "executor-after-shutdown")
+        try loop.start()
+        let registry = TaskRegistry<Int>(loop: loop)
+        let (started, released) = (Locked(false), Locked(false))
+        let outcome = Locked<[String]>([])
+        try registry.task(1, id: 1, executor: .global) { context in
+            started.withLock { $0 = true }
+            while !released.withLock({ $0 }) { await Task.yield() }
+            let landed = await context.commitOnLoop { outcome.withLock { $0.append("landed") } }
+            let current = await context.isCurrentOnLoop()
+            let stored = await context.commitOnLoop(result: 7)
+            outcome.withLock { $0.append("landed=\(landed) current=\(current) stored=\(stored)") }
+        }
+        while !started.withLock({ $0 }) { await Task.yield() }
+        await loop.shutdown()  // without the registry's shutdown: the loop's hook cancels the run
+        released.withLock { $0 = true }
+        while outcome.withLock({ $0.isEmpty }) { await Task.yield() }
+        #expect(outcome.withLock { $0 } == ["landed=false current=false stored=false"])
         #expect(loop.loopCloseResult == 0)
     }
 }

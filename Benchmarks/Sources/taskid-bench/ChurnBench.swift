@@ -332,7 +332,7 @@ enum RegistryAPI: String, ExpressibleByArgument {
 /// One identity change, declared through the chosen API. Either way the action commits the
 /// change's (slot, generation) to the ledger; with a template the slot comes from the run's key
 /// and the generation from its context (each change is a new identity, so they agree). An
-/// action off the loop computes there and commits with `commitOnLoop`, on the loop.
+/// action off the loop computes there and posts its commit to the loop (`postCommit`).
 struct Declarer: Sendable {
     let api: RegistryAPI
     let executor: ActionExecutor
@@ -362,7 +362,7 @@ struct Declarer: Sendable {
         } else {
             template = try TaskTemplate<Int>(debounce: debounce, executor: executor.actionExecutor) { slot, context in
                 if actionMicroseconds > 0 { computeFor(microseconds: actionMicroseconds) }
-                await context.commitOnLoop { ledger.complete(slot: slot, generation: context.generation) }
+                context.postCommit { ledger.complete(slot: slot, generation: context.generation) }
             }
         }
     }
@@ -382,7 +382,7 @@ struct Declarer: Sendable {
             } else {
                 try registry.task(slot, id: generation, debounce: debounce, executor: executor) { context in
                     if actionMicroseconds > 0 { computeFor(microseconds: actionMicroseconds) }
-                    await context.commitOnLoop { ledger.complete(slot: slot, generation: generation) }
+                    context.postCommit { ledger.complete(slot: slot, generation: generation) }
                 }
             }
         }
