@@ -4,8 +4,7 @@
  * Each slot owns one libuv timer. An identity change bumps the slot's declared generation and
  * (re-)arms its timer for the debounce window (0: the next loop turn); the timer's callback is
  * the action, and it completes the slot's declared generation. Changes are issued in batches,
- * one batch per loop turn, from a zero-delay producer timer, as the Swift driver does. Nothing
- * is allocated per change. This is what one loop thread can do at best on this machine; the
+ * one batch per loop turn, as the Swift driver does. Nothing is allocated per change. This is what one loop thread can do at best on this machine; the
  * registry's figures are judged against it.
  *
  * The producer is an idle handle: it runs once per loop turn and keeps the loop polling without
@@ -17,6 +16,7 @@
  * Prints one key=value line in the driver's format (impl=c-floor ...). Exit status 1 when a
  * correctness field is not 0, 2 on bad arguments.
  */
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -83,8 +83,9 @@ static double cpu_seconds(void) {
 
 static long positive_argument(const char *text, const char *name, int allow_zero) {
     char *end;
+    errno = 0;
     long value = strtol(text, &end, 10);
-    if (*end != '\0' || value < 0 || (!allow_zero && value == 0)) {
+    if (end == text || *end != '\0' || errno == ERANGE || value < 0 || (!allow_zero && value == 0)) {
         fprintf(stderr, "churn-floor: %s must be a %s integer, got '%s'\n", name,
                 allow_zero ? "non-negative" : "positive", text);
         exit(2);
@@ -131,7 +132,7 @@ int main(int argc, char **argv) {
     struct rusage usage;
     getrusage(RUSAGE_SELF, &usage);
     printf("impl=c-floor workload=churn slots=%ld changes=%ld debounce_ms=%ld batch=%ld loops=1 seconds=%.4f "
-           "changes_per_s=%.0f actions=%llu stale=%llu missing_final=%ld cpu_s=%.2f rss_mib=%.1f\n",
+           "changes_per_s=%.0f actions=%llu stale=%llu missing_final=%ld cpu_s=%.3f rss_mib=%.1f\n",
            run.slot_count, run.change_count, run.debounce_ms, run.batch, seconds, run.change_count / seconds,
            (unsigned long long)run.actions, (unsigned long long)run.stale, missing, cpu,
            usage.ru_maxrss / 1024.0);

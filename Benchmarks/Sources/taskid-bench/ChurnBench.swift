@@ -82,7 +82,7 @@ struct ChurnBench: ParsableCommand {
             report.add("actions", ledger.actions)
             report.add("stale", ledger.stale)
             report.add("missing_final", ledger.missingFinal)
-            report.add("cpu_s", measurement.cpuSeconds, decimals: 2)
+            report.add("cpu_s", measurement.cpuSeconds, decimals: 3)
             report.add("rss_mib", peakResidentMiB(), decimals: 1)
             print(report.line(json: common.json))
             fflush(nil)
