@@ -108,11 +108,11 @@ final class RegistryCore: @unchecked Sendable {
     /// Applies one declaration to `record` (new when `isNew`): SwiftUI's rule, then the policy.
     @usableFromInline
     func declare(
-        _ record: AnyTaskRecord, isNew: Bool, identity: StoredIdentity, options: TaskOptions,
+        _ record: AnyTaskRecord, isNew: Bool, identity: (any Hashable & Sendable)?, options: TaskOptions,
         body: RunBody
     ) {
         counters.declared &+= 1
-        if !isNew && record.identity.isEqual(to: identity) {
+        if !isNew && identitiesEqual(record.identity, identity) {
             counters.unchanged &+= 1
             return
         }
@@ -248,7 +248,7 @@ final class RegistryCore: @unchecked Sendable {
         switch body {
         case .task(let action):
             record.runIsSynchronous = false
-            let context = TaskContext(run: record, generation: generation, storedID: record.identity, clock: clock)
+            let context = TaskContext(run: record, generation: generation, id: record.identity, clock: clock)
             if let executor = record.options.values.executor.taskExecutor, executor !== loop {
                 record.runningTask = startOffLoop(record, generation: generation, on: executor, context, action)
             } else {
@@ -305,10 +305,10 @@ final class RegistryCore: @unchecked Sendable {
 
     /// Calls a synchronous run's action, inline on the loop thread, and ends the run.
     private func runSynchronously(
-        _ record: AnyTaskRecord, generation: UInt64, identity: StoredIdentity,
+        _ record: AnyTaskRecord, generation: UInt64, identity: (any Hashable & Sendable)?,
         action: SynchronousTaskAction
     ) {
-        let context = TaskContext(run: record, generation: generation, storedID: identity, clock: clock)
+        let context = TaskContext(run: record, generation: generation, id: identity, clock: clock)
         record.actionExecuting = true
         var failure: (any Error)?
         do { try action(context) } catch { failure = error }
@@ -482,4 +482,24 @@ final class RegistryCore: @unchecked Sendable {
         debounceQueues.count + progressQueues.count + synchronousQueues.count
             + throttles.values.filter { $0.timer != nil }.count
     }
+}
+
+/// Compares two identities of unknown types: equal when of the same type and `==`.
+@inline(__always)
+func identitiesEqual(_ lhs: (any Hashable & Sendable)?, _ rhs: (any Hashable & Sendable)?) -> Bool {
+    switch (lhs, rhs) {
+    case (nil, nil): return true
+    case (let lhs?, let rhs?): return isEqual(lhs, rhs)
+    default: return false
+    }
+}
+
+private func isEqual<Left: Hashable>(_ lhs: Left, _ rhs: any Hashable & Sendable) -> Bool {
+    // Opening both sides and comparing metatypes is a pointer compare; `rhs as? Left` would go
+    // through the dynamic-cast machinery (profiled at a tenth of a debounced change).
+    func compare<Right: Hashable>(_ rhs: Right) -> Bool {
+        guard Left.self == Right.self else { return false }
+        return lhs == unsafeBitCast(rhs, to: Left.self)
+    }
+    return compare(rhs)
 }

@@ -14,14 +14,9 @@ public struct TaskContext: Sendable {
     /// lifetime when it was declared, counting from 1.
     public let generation: UInt64
 
-    /// The identity as the registry keeps it (see `StoredIdentity`).
-    @usableFromInline let storedID: StoredIdentity
-
     /// The identity this run was declared with: the value itself for `id: value`, a
     /// `CompoundIdentity` for `id: a, b`, `nil` for a task declared without an id.
-    ///
-    /// May be read from any thread.
-    public var id: (any Hashable & Sendable)? { storedID.declaredValue }
+    public let id: (any Hashable & Sendable)?
 
     /// The registry loop's clock, for sleeps and deadlines that tests can drive in virtual time.
     public let clock: LoopClock
@@ -50,12 +45,7 @@ public struct TaskContext: Sendable {
     // async function would get a heap-allocated context on every call
     public func commit(_ body: () throws -> Void) rethrows -> Bool {
         run.preconditionInLoop()
-        guard run.isCurrentRun(generation) else {
-            run.noteStaleCommit()
-            return false
-        }
-        try body()
-        return true
+        return try landIfCurrent(body)
     }
 
     /// Stores `result` as the task's result if this run is still current, and drops it
@@ -69,12 +59,7 @@ public struct TaskContext: Sendable {
     @discardableResult
     public func commit(result: some Sendable) -> Bool {
         run.preconditionInLoop()
-        guard run.isCurrentRun(generation) else {
-            run.noteStaleCommit()
-            return false
-        }
-        run.storeResult(result)
-        return true
+        return landIfCurrent { run.storeResult(result) }
     }
 }
 
@@ -140,11 +125,12 @@ extension TaskContext {
         }
     }
 
-    /// `commit`'s check and landing without the thread check: for closures posted to the loop
-    /// and for the loop's `LoopDoor`, whose jobs run on the loop thread or, once the loop has
-    /// shut down, one at a time on the enqueuing threads (where `inLoop` is false, and every
-    /// run is over).
-    fileprivate func landIfCurrent(_ body: () throws -> Void) rethrows -> Bool {
+    /// `commit`'s check and landing, without the thread check: `commit` checks the thread
+    /// first; closures posted to the loop and the loop's `LoopDoor` call this as it is, since
+    /// they run on the loop thread or, once the loop has shut down, one at a time on the
+    /// enqueuing threads (where `inLoop` is false, and every run is over).
+    @inlinable
+    func landIfCurrent(_ body: () throws -> Void) rethrows -> Bool {
         guard run.isCurrentRun(generation) else {
             run.noteStaleCommit()
             return false

@@ -112,7 +112,7 @@ struct SynchronousRunEntry: DeadlineEntry {
     let deadline: UInt64
     let action: SynchronousTaskAction
     /// The run's identity: the record's may have moved on meanwhile (`keepRunning`).
-    let identity: StoredIdentity
+    let identity: (any Hashable & Sendable)?
 }
 
 /// One task of one slot: its identity, its generations, its pending and running runs.
@@ -150,7 +150,7 @@ class AnyTaskRecord: RunOwner, @unchecked Sendable {
     /// The current run's task, while it is current.
     @exclusivity(unchecked) var runningTask: Task<Void, Never>?
 
-    @exclusivity(unchecked) var identity: StoredIdentity = .none
+    @exclusivity(unchecked) var identity: (any Hashable & Sendable)?
     @exclusivity(unchecked) var debounceDeadline: UInt64 = 0
 
     var runIsCurrent: Bool {

@@ -42,7 +42,7 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
     /// one thread to be freed on another.
     @usableFromInline
     enum PostedOperation {
-        case declare(Key, TaskName, StoredIdentity, TaskOptions.Values, RunBody)
+        case declare(Key, TaskName, (any Hashable & Sendable)?, TaskOptions.Values, RunBody)
         case remove(Key)
         case flush(UnsafeContinuation<Void, Never>)
         case observe(Key, TaskName, AsyncStream<TaskPhaseUpdate>.Continuation)
@@ -124,12 +124,12 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
         let values = try TaskOptions.Values(
             priority: priority, policy: policy, debounce: debounce, throttle: throttle, progressDelay: progressDelay,
             executor: executor)
-        try declare(key, name: name, identity: StoredIdentity(repeat each id), values: values, body: .task(action))
+        try declare(key, name: name, identity: makeIdentity(repeat each id), values: values, body: .task(action))
     }
 
     @inlinable
     func declare(
-        _ key: Key, name: TaskName, identity: StoredIdentity, values: TaskOptions.Values,
+        _ key: Key, name: TaskName, identity: (any Hashable & Sendable)?, values: TaskOptions.Values,
         body: RunBody
     ) throws(RegistryError) {
         if core.unretainedLoop.inLoop {
@@ -143,7 +143,7 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
 
     @inlinable
     func apply(
-        _ key: Key, name: TaskName, identity: StoredIdentity, values: TaskOptions.Values,
+        _ key: Key, name: TaskName, identity: (any Hashable & Sendable)?, values: TaskOptions.Values,
         body: RunBody
     ) {
         let existing = record(key, name)
@@ -453,5 +453,22 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
             for list in self.observers.values { for continuation in list.values { continuation.finish() } }
             self.observers = [:]
         }
+    }
+}
+
+/// The stored identity of a declaration: `nil` for none, the value itself for one, a
+/// `CompoundIdentity` for several.
+@inlinable
+func makeIdentity<each ID: Hashable & Sendable>(_ id: repeat each ID) -> (any Hashable & Sendable)? {
+    var count = 0
+    var first: (any Hashable & Sendable)?
+    for value in repeat each id {
+        if count == 0 { first = value }
+        count += 1
+    }
+    switch count {
+    case 0: return nil
+    case 1: return first
+    default: return CompoundIdentity(repeat each id)
     }
 }

@@ -111,7 +111,7 @@ extension TaskRegistry {
         _ key: Key, id: repeat each ID, template: TaskTemplate<Key>
     ) throws(RegistryError) {
         try declare(
-            key, name: template.name, identity: StoredIdentity(repeat each id), values: template.values,
+            key, name: template.name, identity: makeIdentity(repeat each id), values: template.values,
             body: template.body)
     }
 }
