@@ -123,10 +123,13 @@ struct ChurnBench: ParsableCommand {
             for (index, registry) in shards.enumerated() {
                 let loop = group.loops[index]
                 let source: ChangeSource = shares.map { .share($0[index]) } ?? .stream(slots: slots, changes: changes)
+                // A loop's share of each batch of the stream, so that N loops issue the stream
+                // at one loop's pace: `batch` changes of the stream per turn, as with one loop.
+                let loopBatch = shares == nil ? batch : max(1, batch / loops)
                 finished.enter()
                 try loop.execute {
                     produceOnLoop(
-                        registry, loop: loop, source: source, batch: batch, declare: declare,
+                        registry, loop: loop, source: source, batch: loopBatch, declare: declare,
                         ledger: ledger.parts[index], shards: ledger.parts.count
                     ) { finished.leave() }
                 }
