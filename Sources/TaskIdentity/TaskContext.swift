@@ -41,8 +41,7 @@ public struct TaskContext: Sendable {
     /// - Returns: whether `body` ran.
     /// - Note: Loop thread only (the action's own thread while it runs on the loop).
     @discardableResult
-    @inlinable  // inlined into the action: a closure passed across the module boundary from an
-    // async function would get a heap-allocated context on every call
+    @inlinable  // inlined into the action: the check and `body` need no call across modules
     public func commit(_ body: () throws -> Void) rethrows -> Bool {
         run.preconditionInLoop()
         return try landIfCurrent(body)
@@ -107,16 +106,25 @@ extension TaskContext {
         return await run.door.run { run.isCurrentRun(generation) }
     }
 
-    /// Posts `body` to the registry's loop and returns at once: there, after the work already
-    /// queued, `body` runs if this run is still current, and is dropped otherwise (counted as a
-    /// stale commit). The check happens on the loop, when `body` arrives, so it is as
-    /// stale-proof as `commit`; nothing waits for it. Posted before the action returns, `body`
-    /// is handled before the run's end. For actions off the loop that land their result last:
-    /// `commitOnLoop` costs a hop to the loop and one back, this one post (batched with the
-    /// run's end into one wake-up of the loop). After the loop has shut down, `body` is dropped.
+    /// Off the loop thread, posts `body` to the registry's loop and returns at once: there,
+    /// after the work already queued, `body` runs if this run is still current, and is dropped
+    /// otherwise (counted as a stale commit). The check happens on the loop, when `body`
+    /// arrives, so it is as stale-proof as `commit`; nothing waits for it. On the loop thread
+    /// it is `commit(_:)`: `body` runs now if the run is current.
+    ///
+    /// For actions run with `executor:` off the loop that land their result last: `commitOnLoop`
+    /// costs a hop to the loop and one back, this one post, and a body posted before the action
+    /// returns is handled before the run's end (both are posts, handled in order). An action
+    /// isolated to an actor of its own, on a run of the loop, uses `commitOnLoop`: its run's end
+    /// may overtake a post. After the loop has shut down, `body` is dropped.
     ///
     /// - Note: May be called from any thread.
     public func postCommit(_ body: @escaping @Sendable () -> Void) {
+        if run.loop.inLoop {
+            // A post would run after this turn's work, and so after the run's own end.
+            commit(body)
+            return
+        }
         let context = self
         do {
             try run.loop.execute { _ = context.landIfCurrent(body) }

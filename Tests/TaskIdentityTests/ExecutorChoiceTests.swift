@@ -97,6 +97,20 @@ struct ExecutorChoiceTests {
         h.finish()
     }
 
+    @Test func onTheLoopAPostedCommitLandsAtOnce() throws {
+        let h = RegistryHarness<String>()
+        let (loop, registry, log) = (h.loop, h.registry, h.log)
+        let template = try TaskTemplate<String> { _, context in
+            context.postCommit { log.add("g\(context.generation) landed") }
+            log.add("g\(context.generation) returns")
+        }
+        try registry.task("a", id: 1, template: template)
+        loop.run()
+        #expect(log.take() == ["g1 landed", "g1 returns"])
+        #expect(registry.counters.staleCommitsDropped == 0 && registry.counters.finished == 1)
+        h.finish()
+    }
+
     @Test func aResultCommittedOffTheLoopIsStoredOnlyWhileCurrent() throws {
         let h = RegistryHarness<String>()
         let (loop, registry) = (h.loop, h.registry)

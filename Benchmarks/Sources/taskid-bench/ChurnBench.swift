@@ -291,7 +291,7 @@ private func produceOnLoop(
             ledger.declared[index] = generation
             try! declare(registry, slot: slot, generation: generation)
         }
-        if slotIsFirstShard(ledger) { progress.value.update(done: producer.value.issued, of: total) }
+        if ledger.shard == 0 { progress.value.update(done: producer.value.issued, of: total) }
         if producer.value.issued < total {
             try! turn.timer!.start(after: .zero)  // the next libuv turn
         } else {
@@ -303,9 +303,6 @@ private func produceOnLoop(
     }
     try! turn.timer!.start(after: .zero)
 }
-
-/// Only the first shard's producer prints progress.
-private func slotIsFirstShard(_ ledger: SlotLedger) -> Bool { ledger.shard == 0 }
 
 /// Where the registry's actions run (`--executor`).
 enum ExecutorChoice: String, ExpressibleByArgument {
