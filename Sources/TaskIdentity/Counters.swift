@@ -40,6 +40,22 @@ public struct RegistryCounters: Hashable, Sendable, CustomStringConvertible {
             + "live_slots=\(liveSlots) running_actions=\(runningActions) live_generations=\(liveGenerations)"
     }
 
+    /// The first invariant these counters break, if any: every generation declared is
+    /// unchanged, ended (finished, failed, cancelled, coalesced) or live, and nothing live or
+    /// running is negative. Checked after each event by the internal-checks build.
+    func brokenInvariant() -> String? {
+        if liveGenerations < 0 { return "liveGenerations < 0" }
+        if runningActions < 0 { return "runningActions < 0" }
+        if liveSlots < 0 { return "liveSlots < 0" }
+        let accounted = unchanged &+ finished &+ failed &+ cancelled &+ coalesced &+ UInt64(liveGenerations)
+        if declared != accounted {
+            return "declared (\(declared)) != unchanged + finished + failed + cancelled + coalesced + liveGenerations"
+                + " (\(accounted))"
+        }
+        if restarted > started { return "restarted > started" }
+        return nil
+    }
+
     /// The counters of two registries (or shards) added up, field by field.
     public static func + (lhs: Self, rhs: Self) -> Self {
         var sum = lhs
@@ -56,23 +72,5 @@ public struct RegistryCounters: Hashable, Sendable, CustomStringConvertible {
         sum.runningActions += rhs.runningActions
         sum.liveGenerations += rhs.liveGenerations
         return sum
-    }
-}
-
-/// Errors of the registry.
-///
-/// A value type; may be used on any thread.
-public enum RegistryError: Error, Hashable, Sendable, CustomStringConvertible {
-    /// The registry has shut down (or is shutting down) and takes no declarations.
-    case shutDown
-    /// A debounce, throttle or progress delay was negative.
-    case invalidDuration(name: String, Duration)
-
-    /// A one-line explanation.
-    public var description: String {
-        switch self {
-        case .shutDown: return "the task registry has shut down"
-        case .invalidDuration(let name, let value): return "\(name) must not be negative (got \(value))"
-        }
     }
 }

@@ -14,18 +14,9 @@ final class RegistryCore: @unchecked Sendable {
     let clock: LoopClock
     /// The way onto the loop thread for actions that run on other executors.
     let door: LoopDoor
-    /// The counters live behind a pointer: they change on every declaration, and as a class's
-    /// stored property each `+= 1` would pay a dynamic exclusivity check.
-    private let countersStorage: UnsafeMutablePointer<RegistryCounters> = {
-        let storage = UnsafeMutablePointer<RegistryCounters>.allocate(capacity: 1)
-        storage.initialize(to: RegistryCounters())
-        return storage
-    }()
-
-    @usableFromInline var counters: RegistryCounters {
-        get { countersStorage.pointee }
-        _modify { yield &countersStorage.pointee }
-    }
+    /// Every counter moves inside `TaskStateMachine`'s transitions (`liveSlots` and
+    /// `staleCommitsDropped` excepted: they count slots and commits, not task states).
+    @exclusivity(unchecked) @usableFromInline var counters = RegistryCounters()
     @usableFromInline private(set) var isShutDown = false
     private var optionsTable: [TaskOptions.Values: TaskOptions] = [:]
     private var debounceQueues: [UInt64: DeadlineQueue<DebounceEntry>] = [:]
@@ -34,15 +25,22 @@ final class RegistryCore: @unchecked Sendable {
     /// Throttle state of throttled tasks, off the record (most tasks are not throttled, and a
     /// record's size is the footprint per slot).
     @exclusivity(unchecked) private var throttles: [ObjectIdentifier: ThrottleState] = [:]
+    /// Removed records whose cancelled runs a re-declared task of the same slot and name waits
+    /// for (`awaitPrevious`, `keepRunning`): each one's ends are passed on to its successor.
+    @exclusivity(unchecked) private var successors: [ObjectIdentifier: AnyTaskRecord] = [:]
     /// The registry that owns this core, for publishing phases with their keys. Weak: a
     /// registry dropped without shutdown leaves running actions that still end here.
     weak var owner: AnyObject?
     private var quiescedWaiters: [() -> Void] = []
-    /// Records whose pending run starts at the end of this turn (see `scheduleStart`).
+    /// Runs of this registry whose actions await `shutdown()`: shutdown returns once every
+    /// other action has ended.
+    private var runsAwaitingShutdown = 0
+    /// Records whose pending run starts at the end of this turn (see `queueStart`).
     @exclusivity(unchecked) private var startQueue: [AnyTaskRecord] = []
     @exclusivity(unchecked) private var startingNow: [AnyTaskRecord] = []
-    @exclusivity(unchecked) private var flushScheduled = false
-    /// Inside `startScheduledRuns`, and whether a start was queued during it that the loop
+    /// A start pass is posted to the loop for this turn.
+    @exclusivity(unchecked) private var startPassScheduled = false
+    /// Inside `startQueuedRuns`, and whether a start was queued during it that the loop
     /// refused to schedule (it is shutting down): the pass then goes round again.
     @exclusivity(unchecked) private var isStartingRuns = false
     @exclusivity(unchecked) private var startAgainAfterPass = false
@@ -52,11 +50,6 @@ final class RegistryCore: @unchecked Sendable {
         self.unretainedLoop = loop
         self.clock = loop.clock
         self.door = LoopDoor(loop: loop)
-    }
-
-    deinit {
-        countersStorage.deinitialize(count: 1)
-        countersStorage.deallocate()
     }
 
     // MARK: - Options
@@ -103,7 +96,18 @@ final class RegistryCore: @unchecked Sendable {
         return queue
     }
 
-    // MARK: - Declarations
+    // MARK: - Events
+
+    /// The gate a pending generation of `record` passes to start.
+    @inline(__always)
+    private func gate(_ record: AnyTaskRecord, now: UInt64) -> TaskStateMachine.StartGate {
+        let options = record.options
+        var throttleReadyAt: UInt64 = 0
+        if options.throttleNanoseconds > 0, let state = throttles[ObjectIdentifier(record)] {
+            throttleReadyAt = saturatingAdd(state.lastStart, options.throttleNanoseconds)
+        }
+        return TaskStateMachine.StartGate(policy: options.values.policy, throttleReadyAt: throttleReadyAt, now: now)
+    }
 
     /// Applies one declaration to `record` (new when `isNew`): SwiftUI's rule, then the policy.
     @usableFromInline
@@ -111,60 +115,44 @@ final class RegistryCore: @unchecked Sendable {
         _ record: AnyTaskRecord, isNew: Bool, identity: (any Hashable & Sendable)?, options: TaskOptions,
         body: RunBody
     ) {
-        counters.declared &+= 1
-        if !isNew && identitiesEqual(record.identity, identity) {
-            counters.unchanged &+= 1
+        guard isNew || !identitiesEqual(record.identity, identity) else {
+            _ = record.state.declare(changed: false, debounce: 0, gate: .unused, counters: &counters)
             return
         }
         record.identity = identity
-        record.generation &+= 1
-        record.phase = .idle  // the new generation's phase is set below, before this returns
-        counters.liveGenerations &+= 1
-        if record.pendingAction != nil {
-            // The previous identity never started: debounced, throttled or waiting its turn.
-            clearPending(record)
-            counters.coalesced &+= 1
-            counters.liveGenerations &-= 1
-            emit(record, generation: record.generation &- 1, .cancelled(.supersededByPolicy))
-        }
         record.options = options
         record.pendingAction = body
-        if record.runIsCurrent && options.values.policy != .keepRunning {
-            cancelCurrentRun(record, reason: .identityChanged)
-        }
-        if let queue = options.debounceQueue {
-            let now = unretainedLoop.now.nanoseconds
-            record.waitingForDebounce = true
-            record.debounceDeadline = now &+ queue.delayNanoseconds
-            queue.push(DebounceEntry(record: record, deadline: record.debounceDeadline))
-            emit(record, generation: record.generation, .waiting)
-            return
-        }
-        startWhenAllowed(record)
+        let now =
+            options.debounceNanoseconds > 0 || options.throttleNanoseconds > 0 ? unretainedLoop.now.nanoseconds : 0
+        let effects = record.state.declare(
+            changed: true, debounce: options.debounceNanoseconds, gate: gate(record, now: now),
+            counters: &counters)
+        carryOut(effects, on: record)
     }
 
-    /// Starts the pending run unless throttle or the restart policy holds it back (then it
-    /// waits, and whatever releases the hold calls this again).
-    private func startWhenAllowed(_ record: AnyTaskRecord) {
-        guard record.pendingAction != nil, !record.removed else { return }
-        let options = record.options
-        if options.throttleNanoseconds > 0 && record.hasRun
-            && throttleHolds(record, window: options.throttleNanoseconds)
-        {
-            return
+    /// Does what an event's transition asks for, in the order `Effects` documents.
+    @inline(__always)
+    private func carryOut(_ effects: TaskStateMachine.Effects, on record: AnyTaskRecord) {
+        if effects.stopThrottleTimer { throttles[ObjectIdentifier(record)]?.timer?.stop() }
+        if effects.cancelTask { record.runningTask?.cancel() }
+        if effects.cancelTask || effects.dropTask { record.runningTask = nil }
+        if effects.dropPendingAction { record.pendingAction = nil }
+        if let change = effects.endedPending { publish(record, change) }
+        if let change = effects.endedRun { publish(record, change) }
+        switch effects.next {
+        case .none, .waitForPrevious:
+            break
+        case .waitForDebounce(let deadline):
+            record.options.debounceQueue!.push(DebounceEntry(record: record, deadline: deadline))
+        case .waitForThrottle(let until):
+            armThrottle(record, until: until)
+        case .queueStart:
+            queueStart(record)
         }
-        let mustWait: Bool
-        switch options.values.policy {
-        case .cancelPrevious: mustWait = false
-        case .awaitPrevious: mustWait = record.endingRuns > 0
-        case .keepRunning: mustWait = record.runIsCurrent || record.endingRuns > 0
-        }
-        if mustWait {
-            record.waitingForPrevious = true
-            emitWaitingOnce(record)
-            return
-        }
-        scheduleStart(record)
+        if let change = effects.waiting { publish(record, change) }
+        #if TASKIDENTITY_INTERNAL_CHECKS
+            checkInvariants(record)
+        #endif
     }
 
     /// Queues `record`'s pending run to start at the end of this loop turn. Several
@@ -172,36 +160,28 @@ final class RegistryCore: @unchecked Sendable {
     /// identities) then start one run, for the last of them; the ones before end
     /// `cancelled(.supersededByPolicy)` and count as coalesced. Until then the phase reads
     /// `waiting` (no update is published for it: it lasts less than a turn).
-    private func scheduleStart(_ record: AnyTaskRecord) {
-        if record.phase.isIdle { record.phase = .waiting }
-        guard !record.startScheduled else { return }
-        record.startScheduled = true
+    private func queueStart(_ record: AnyTaskRecord) {
+        record.state.joinedStartQueue()
         startQueue.append(record)
-        guard !flushScheduled else { return }
-        flushScheduled = true
+        guard !startPassScheduled else { return }
+        startPassScheduled = true
         do {
-            try loop.execute { [self] in self.startScheduledRuns() }
+            try loop.execute { [self] in self.startQueuedRuns() }
         } catch {
             // The loop is shutting down and takes no more work: start on this thread, now or,
             // when this is a synchronous action running inside a pass, right after that pass.
-            if isStartingRuns { startAgainAfterPass = true } else { startScheduledRuns() }
+            if isStartingRuns { startAgainAfterPass = true } else { startQueuedRuns() }
         }
     }
 
-    private func startScheduledRuns() {
+    /// The start pass: starts every queued record whose generation is still queued.
+    private func startQueuedRuns() {
         isStartingRuns = true
         repeat {
             startAgainAfterPass = false
-            flushScheduled = false
+            startPassScheduled = false
             swap(&startQueue, &startingNow)
-            for record in startingNow {
-                record.startScheduled = false
-                if !record.removed && record.pendingAction != nil && !record.waitingForDebounce
-                    && !record.waitingForPrevious && !record.waitingForThrottle
-                {
-                    start(record)
-                }
-            }
+            for record in startingNow { start(record) }
             startingNow.removeAll(keepingCapacity: true)
         } while startAgainAfterPass
         isStartingRuns = false
@@ -214,40 +194,34 @@ final class RegistryCore: @unchecked Sendable {
         return state
     }
 
-    private func throttleHolds(_ record: AnyTaskRecord, window: UInt64) -> Bool {
+    private func armThrottle(_ record: AnyTaskRecord, until deadline: UInt64) {
         let state = throttleState(record)
-        let readyAt = state.lastStart &+ window
-        guard loop.now.nanoseconds < readyAt else { return false }
-        if !record.waitingForThrottle {
-            record.waitingForThrottle = true
-            if state.timer == nil {
-                state.timer = try? loop.makeTimer { [weak self, weak record] in
-                    guard let self, let record else { return }
-                    record.waitingForThrottle = false
-                    self.startWhenAllowed(record)
-                }
+        if state.timer == nil {
+            state.timer = try? loop.makeTimer { [weak self, weak record] in
+                guard let self, let record else { return }
+                let effects = record.state.throttleDue(gate: self.gate(record, now: self.loop.now.nanoseconds))
+                self.carryOut(effects, on: record)
             }
-            try? state.timer?.start(at: LoopInstant(nanoseconds: readyAt))
-            emitWaitingOnce(record)
         }
-        return true
+        try? state.timer?.start(at: LoopInstant(nanoseconds: deadline))
     }
 
     private func start(_ record: AnyTaskRecord) {
-        guard let body = record.pendingAction else { return }
-        clearPending(record)
-        let generation = record.generation
-        counters.started &+= 1
-        if record.hasRun { counters.restarted &+= 1 }
-        record.hasRun = true
-        record.runGeneration = generation
-        record.runIsCurrent = true
-        counters.runningActions &+= 1
+        let kind: TaskStateMachine.RunKind
+        switch record.pendingAction {
+        case .task?: kind = .task
+        case .synchronous?: kind = record.options.synchronousQueue == nil ? .synchronousNow : .synchronousDelayed
+        case nil: kind = .task  // nothing pending: the machine skips it
+        }
+        guard let generation = record.state.startAllowed(kind: kind, counters: &counters) else { return }
+        let body = record.pendingAction.take()!
         if record.options.throttleNanoseconds > 0 { throttleState(record).lastStart = loop.now.nanoseconds }
-        emit(record, generation: generation, .running)
+        publish(record, TaskStateMachine.PhaseChange(generation: generation, phase: .running))
+        #if TASKIDENTITY_INTERNAL_CHECKS
+            checkInvariants(record)
+        #endif
         switch body {
         case .task(let action):
-            record.runIsSynchronous = false
             let context = TaskContext(run: record, generation: generation, id: record.identity, clock: clock)
             if let executor = record.options.values.executor.taskExecutor, executor !== loop {
                 record.runningTask = startOffLoop(record, generation: generation, on: executor, context, action)
@@ -255,15 +229,18 @@ final class RegistryCore: @unchecked Sendable {
                 record.runningTask = Task(executorPreference: loop, priority: record.options.priority) {
                     var failure: (any Error)?
                     // The action is `nonisolated(nonsending)`: it runs right here, on the loop.
-                    do { try await action(context) } catch { failure = error }
+                    do {
+                        try await RunScope.$core.withValue(ObjectIdentifier(self)) { try await action(context) }
+                    } catch {
+                        failure = error
+                    }
                     self.runEnded(record, generation: generation, failure: failure)
                 }
             }
             pushProgressEntry(record, generation: generation)
         case .synchronous(let action):
-            record.runIsSynchronous = true
             if let queue = record.options.synchronousQueue {
-                let deadline = unretainedLoop.now.nanoseconds &+ queue.delayNanoseconds
+                let deadline = saturatingAdd(unretainedLoop.now.nanoseconds, queue.delayNanoseconds)
                 queue.push(
                     SynchronousRunEntry(
                         record: record, generation: generation, deadline: deadline, action: action,
@@ -287,7 +264,9 @@ final class RegistryCore: @unchecked Sendable {
     ) -> Task<Void, Never> {
         Task(executorPreference: executor, priority: record.options.priority) {
             var failure: (any Error)?
-            do { try await action(context) } catch { failure = error }
+            do { try await RunScope.$core.withValue(ObjectIdentifier(self)) { try await action(context) } } catch {
+                failure = error
+            }
             let ending = failure
             do {
                 try self.loop.execute { self.runEnded(record, generation: generation, failure: ending) }
@@ -299,7 +278,7 @@ final class RegistryCore: @unchecked Sendable {
 
     private func pushProgressEntry(_ record: AnyTaskRecord, generation: UInt64) {
         guard let queue = record.options.progressQueue else { return }
-        let deadline = unretainedLoop.now.nanoseconds &+ queue.delayNanoseconds
+        let deadline = saturatingAdd(unretainedLoop.now.nanoseconds, queue.delayNanoseconds)
         queue.push(ProgressEntry(record: record, generation: generation, deadline: deadline))
     }
 
@@ -309,138 +288,85 @@ final class RegistryCore: @unchecked Sendable {
         action: SynchronousTaskAction
     ) {
         let context = TaskContext(run: record, generation: generation, id: identity, clock: clock)
-        record.actionExecuting = true
         var failure: (any Error)?
         do { try action(context) } catch { failure = error }
-        record.actionExecuting = false
-        if record.runIsCurrent && record.runGeneration == generation {
-            runEnded(record, generation: generation, failure: failure)
-        } else {
-            // The action cancelled its own run (a new id, a remove, shutdown): its phase was
-            // settled then, and only now has the action ended.
-            synchronousRunEnded()
-        }
-    }
-
-    /// Counts a synchronous run's end whose phase is settled already.
-    private func synchronousRunEnded() {
-        counters.runningActions &-= 1
-        if isShutDown && counters.runningActions == 0 { quiesced() }
+        // If the action cancelled its own run (a new id, a remove, shutdown), its phase was
+        // settled then, and the run only now stops being counted.
+        runEnded(record, generation: generation, failure: failure)
     }
 
     private func synchronousRunDue(_ entry: SynchronousRunEntry) {
-        guard entry.record.isCurrentRun(entry.generation) else { return }  // cancelled: ended then
+        guard entry.record.state.synchronousRunDue(generation: entry.generation) else { return }  // cancelled
         runSynchronously(entry.record, generation: entry.generation, identity: entry.identity, action: entry.action)
-    }
-
-    private func clearPending(_ record: AnyTaskRecord) {
-        record.pendingAction = nil
-        record.waitingForDebounce = false
-        record.waitingForPrevious = false
-        if record.waitingForThrottle { throttles[ObjectIdentifier(record)]?.timer?.stop() }
-        record.waitingForThrottle = false
     }
 
     // MARK: - Ends
 
-    /// Cancels the current run. A Swift task is cancelled and ends later, cooperatively; a
-    /// synchronous run ends now (its action is not called, or has been called already).
+    /// Cancels the current run of `record` for `reason`, keeping its slot and its pending
+    /// generation. A Swift task is cancelled and ends later, cooperatively; a synchronous run
+    /// ends now (its action is not called, or has been called already).
     func cancelCurrentRun(_ record: AnyTaskRecord, reason: CancellationReason) {
-        guard record.runIsCurrent else { return }
-        record.runIsCurrent = false
-        if !record.runIsSynchronous {
-            record.endingRuns &+= 1
-            record.runningTask?.cancel()
-            record.runningTask = nil
-        }
-        record.showsProgress = false
-        counters.cancelled &+= 1
-        counters.liveGenerations &-= 1
-        emit(record, generation: record.runGeneration, .cancelled(reason))
-        // A synchronous run has nothing to wait for, unless its action is executing now: then
-        // it ends when that action returns (`runSynchronously`).
-        if record.runIsSynchronous && !record.actionExecuting { synchronousRunEnded() }
+        carryOut(record.state.cancel(reason: reason, counters: &counters), on: record)
+        noteQuiescence()
     }
 
     /// A run has ended (on the loop thread): its Swift task returned, or its synchronous action
-    /// was called while the run was current.
+    /// was called.
     private func runEnded(_ record: AnyTaskRecord, generation: UInt64, failure: (any Error)?) {
         // Off the loop thread only after the loop shut down: the loop's remaining jobs and the
         // door's then run one at a time on the threads that enqueue them.
         assert(unretainedLoop.inLoop || isShutDown, "BUG DETECTED: a run ended off its registry's loop thread")
-        counters.runningActions &-= 1
-        if record.runIsCurrent && record.runGeneration == generation {
-            record.runIsCurrent = false
-            record.runningTask = nil
-            record.showsProgress = false
-            counters.liveGenerations &-= 1
-            switch failure {
-            case nil:
-                counters.finished &+= 1
-                emit(record, generation: generation, .finished)
-            case is CancellationError:
-                counters.cancelled &+= 1
-                emit(record, generation: generation, .cancelled(isShutDown ? .registryShutDown : .actionCancelled))
-            case let error?:
-                counters.failed &+= 1
-                emit(record, generation: generation, .failed(error))
-            }
-        } else {
-            // A cancelled run: its phase was settled when it was cancelled, whatever it threw.
-            record.endingRuns &-= 1
+        let outcome: TaskStateMachine.Outcome
+        switch failure {
+        case nil: outcome = .finished
+        case is CancellationError: outcome = .cancelled
+        case let error?: outcome = .failed(error)
         }
-        if record.waitingForPrevious {
-            record.waitingForPrevious = false
-            startWhenAllowed(record)
-        }
-        if isShutDown && counters.runningActions == 0 { quiesced() }
+        let now = record.state.pending == .awaitingPrevious ? loop.now.nanoseconds : 0
+        let effects = record.state.runEnded(
+            generation: generation, outcome: outcome, isShutDown: isShutDown, gate: gate(record, now: now),
+            counters: &counters)
+        carryOut(effects, on: record)
+        if record.state.isRemoved { removedRecordRunEnded(record) }
+        noteQuiescence()
     }
 
     /// The slot of `record` is gone: cancel its waiting and running generations.
     func remove(_ record: AnyTaskRecord, reason: CancellationReason) {
-        record.removed = true
-        if record.pendingAction != nil {
-            clearPending(record)
-            counters.cancelled &+= 1
-            counters.liveGenerations &-= 1
-            emit(record, generation: record.generation, .cancelled(reason))
-        }
-        cancelCurrentRun(record, reason: reason)
+        carryOut(record.state.remove(reason: reason, counters: &counters), on: record)
         if let state = throttles.removeValue(forKey: ObjectIdentifier(record)) {
             state.timer?.close()
             state.timer = nil
         }
+        noteQuiescence()
+    }
+
+    /// Once shutting down, wakes the waiters of `whenQuiesced` when the last action has ended.
+    @inline(__always)
+    private func noteQuiescence() {
+        if isShutDown && counters.runningActions == runsAwaitingShutdown { quiesced() }
     }
 
     // MARK: - Deadlines
 
     private func debounceDue(_ entry: DebounceEntry) {
         let record = entry.record
-        guard record.waitingForDebounce, record.debounceDeadline == entry.deadline, !record.removed else {
-            return  // re-armed, started or removed since this entry was pushed
-        }
-        record.waitingForDebounce = false
-        startWhenAllowed(record)
+        let effects = record.state.debounceDue(
+            deadline: entry.deadline, gate: gate(record, now: unretainedLoop.now.nanoseconds))
+        carryOut(effects, on: record)
     }
 
     private func progressDue(_ entry: ProgressEntry) {
         let record = entry.record
-        guard record.isCurrentRun(entry.generation), !record.showsProgress else { return }
-        record.showsProgress = true
-        emit(record, generation: entry.generation, .running)
+        guard record.state.progressDue(generation: entry.generation) else { return }
+        publish(record, TaskStateMachine.PhaseChange(generation: entry.generation, phase: .running))
     }
 
     // MARK: - Phases
 
     @inline(__always)
-    func emit(_ record: AnyTaskRecord, generation: UInt64, _ phase: TaskPhase) {
-        if generation == record.generation { record.phase = phase }
-        if record.hasObservers { record.publish(generation: generation, phase: phase) }
-    }
-
-    private func emitWaitingOnce(_ record: AnyTaskRecord) {
-        if case .waiting = record.phase { return }
-        emit(record, generation: record.generation, .waiting)
+    private func publish(_ record: AnyTaskRecord, _ change: TaskStateMachine.PhaseChange) {
+        if record.hasObservers { record.publish(generation: change.generation, phase: change.phase) }
     }
 
     // MARK: - Shutdown
@@ -466,16 +392,65 @@ final class RegistryCore: @unchecked Sendable {
         throttles = [:]
     }
 
-    /// Calls `body` once no action is running (at once if none is).
-    func whenQuiesced(_ body: @escaping () -> Void) {
-        if counters.runningActions == 0 { body() } else { quiescedWaiters.append(body) }
+    /// Calls `body` once no action is running (at once if none is), apart from the actions
+    /// that await `shutdown()` themselves. `callerIsRun`: the caller is one of them.
+    func whenQuiesced(callerIsRun: Bool = false, _ body: @escaping () -> Void) {
+        if callerIsRun { runsAwaitingShutdown += 1 }
+        if counters.runningActions == runsAwaitingShutdown { body() } else { quiescedWaiters.append(body) }
     }
 
     private func quiesced() {
+        // The runs that awaited shutdown now return from it and end on their own.
+        runsAwaitingShutdown = 0
         let waiters = quiescedWaiters
         quiescedWaiters = []
         for waiter in waiters { waiter() }
     }
+
+    // MARK: - A removed task's runs, awaited by its successor
+
+    /// `record`, new in its slot, takes over the ending runs of `previous`, the removed task of
+    /// the same slot and name: its `awaitPrevious` or `keepRunning` generation waits for them.
+    @usableFromInline
+    func inherit(_ record: AnyTaskRecord, endingRunsOf previous: AnyTaskRecord) {
+        guard previous.state.endingRuns > 0 else { return }
+        record.state.inheritEndingRuns(previous.state.endingRuns)
+        successors[ObjectIdentifier(previous)] = record
+    }
+
+    /// One of `record`'s cancelled runs ended after its slot was removed: pass it on along the
+    /// chain of successors, and forget each removed record once its runs have all ended.
+    private func removedRecordRunEnded(_ record: AnyTaskRecord) {
+        var current = record
+        while true {
+            let successor = successors.isEmpty ? nil : successors[ObjectIdentifier(current)]
+            if current.state.endingRuns == 0 {
+                if successor != nil { successors[ObjectIdentifier(current)] = nil }
+                current.drained()
+            }
+            guard let successor else { return }
+            let now = successor.state.pending == .awaitingPrevious ? loop.now.nanoseconds : 0
+            carryOut(successor.state.previousRunEnded(gate: gate(successor, now: now)), on: successor)
+            guard successor.state.isRemoved else { return }
+            current = successor
+        }
+    }
+
+    #if TASKIDENTITY_INTERNAL_CHECKS
+        /// The internal-checks build checks the record's and the counters' invariants after
+        /// each event.
+        private func checkInvariants(_ record: AnyTaskRecord) {
+            if let broken = record.state.brokenInvariant() {
+                preconditionFailure("BUG DETECTED: \(broken) in \(record.state)")
+            }
+            precondition(
+                (record.pendingAction != nil) == (record.state.pending != .none),
+                "BUG DETECTED: pending action and pending stage disagree in \(record.state)")
+            if let broken = counters.brokenInvariant() {
+                preconditionFailure("BUG DETECTED: \(broken) in \(counters)")
+            }
+        }
+    #endif
 
     /// Timers the registry holds open (deadline queues and throttle timers), for tests.
     var openTimerCount: Int {

@@ -36,6 +36,9 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
     @exclusivity(unchecked) @usableFromInline var observers:
         [ObserverKey: [UInt64: AsyncStream<TaskPhaseUpdate>.Continuation]] = [:]
     private var nextObserverID: UInt64 = 0
+    /// Removed tasks whose cancelled runs have not ended, by slot and name: a task declared
+    /// again in that slot waits for them under `awaitPrevious` and `keepRunning`.
+    @exclusivity(unchecked) @usableFromInline var removedRunning: [ObserverKey: TaskRecord<Key>] = [:]
 
     /// A call from another thread, queued for the loop. Declarations are stored as values, not
     /// as closures: no allocation per call beyond the queue's growth, and nothing allocated on
@@ -76,9 +79,12 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
     }
 
     deinit {
-        // Dropped without shutdown: its timers belong to the loop thread; close them there.
+        // Released without shutdown: like a view disappearing, every task is cancelled (phase
+        // `cancelled(.registryShutDown)`) and every phase stream ends, on the loop thread.
         let core = self.core
-        if loop.inLoop { core.closeTimers() } else { try? loop.execute { core.closeTimers() } }
+        guard !core.isShutDown else { return }
+        let release = RegistryRelease(core: core, slots: slots, observers: observers)
+        if loop.inLoop { release.run() } else { try? loop.execute { release.run() } }
     }
 
     // MARK: - Declaring
@@ -163,6 +169,10 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
             return
         }
         let record = TaskRecord(key: key, name: name, registry: self, options: options)
+        if !removedRunning.isEmpty, let previous = removedRunning.removeValue(forKey: ObserverKey(key: key, name: name))
+        {
+            core.inherit(record, endingRunsOf: previous)
+        }
         if let first = slots[key] {
             var last: AnyTaskRecord = first
             while let next = last.nextInSlot { last = next }
@@ -208,8 +218,18 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
         var next: AnyTaskRecord? = first
         while let record = next {
             core.remove(record, reason: reason)
+            if record.state.endingRuns > 0 && reason == .removed {
+                removedRunning[ObserverKey(key: key, name: record.name)] = unsafeDowncast(
+                    record, to: TaskRecord<Key>.self)
+            }
             next = record.nextInSlot
         }
+    }
+
+    /// The removed task `record` has no run left: a re-declared task has nothing to wait for.
+    func forgetRemoved(_ record: TaskRecord<Key>) {
+        let observerKey = ObserverKey(key: record.key, name: record.name)
+        if removedRunning[observerKey] === record { removedRunning[observerKey] = nil }
     }
 
     // MARK: - Posting from other threads
@@ -423,10 +443,11 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
     /// - Note: May be called from any task. With a `TestLoop`, call `startShutdown()` and run
     ///   the loop instead: nothing runs on a test loop while a test awaits.
     public func shutdown() async {
+        let callerIsRun = RunScope.core == ObjectIdentifier(core)
         await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
             let work: @Sendable () -> Void = { [self] in
                 self.applyShutdown()
-                self.core.whenQuiesced { continuation.resume() }
+                self.core.whenQuiesced(callerIsRun: callerIsRun) { continuation.resume() }
             }
             if loop.inLoop {
                 work()
@@ -448,10 +469,42 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
         runPosted()
         core.beginShutdown()
         for key in Array(slots.keys) { applyRemove(key, reason: .registryShutDown) }
+        removedRunning = [:]
         core.closeTimers()
         core.whenQuiesced { [self] in
             for list in self.observers.values { for continuation in list.values { continuation.finish() } }
             self.observers = [:]
+        }
+    }
+}
+
+/// What a registry released without `shutdown()` leaves to do on its loop thread: shut its
+/// core down, cancel every task, and end every phase stream.
+private struct RegistryRelease<Key: Hashable & Sendable>: @unchecked Sendable {
+    // @unchecked Sendable: moved to the loop thread whole, and used only there (the registry
+    // that owned these is gone, so nothing else touches them).
+    let core: RegistryCore
+    let slots: [Key: TaskRecord<Key>]
+    let observers: [TaskRegistry<Key>.ObserverKey: [UInt64: AsyncStream<TaskPhaseUpdate>.Continuation]]
+
+    func run() {
+        guard !core.isShutDown else { return }
+        core.beginShutdown()
+        for first in slots.values {
+            var next: AnyTaskRecord? = first
+            while let record = next {
+                core.remove(record, reason: .registryShutDown)
+                next = record.nextInSlot
+            }
+            core.counters.liveSlots &-= 1
+        }
+        core.closeTimers()
+        for list in observers.values {
+            for continuation in list.values {
+                continuation.yield(
+                    TaskPhaseUpdate(generation: 0, phase: .cancelled(.registryShutDown), showsProgress: false))
+                continuation.finish()
+            }
         }
     }
 }

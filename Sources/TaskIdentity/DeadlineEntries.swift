@@ -1,0 +1,23 @@
+/// A debounce window's entry: valid only while the record still waits for that deadline.
+struct DebounceEntry: DeadlineEntry {
+    let record: AnyTaskRecord
+    let deadline: UInt64
+}
+
+/// A progress delay's entry: valid only while that generation is still the running one.
+struct ProgressEntry: DeadlineEntry {
+    let record: AnyTaskRecord
+    let generation: UInt64
+    let deadline: UInt64
+}
+
+/// A synchronous run waiting out its delay: valid only while that generation is still the
+/// running one (a cancelled run is skipped when its entry comes due).
+struct SynchronousRunEntry: DeadlineEntry {
+    let record: AnyTaskRecord
+    let generation: UInt64
+    let deadline: UInt64
+    let action: SynchronousTaskAction
+    /// The run's identity: the record's may have moved on meanwhile (`keepRunning`).
+    let identity: (any Hashable & Sendable)?
+}

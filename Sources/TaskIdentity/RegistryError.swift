@@ -1,0 +1,17 @@
+/// Errors of the registry.
+///
+/// A value type; may be used on any thread.
+public enum RegistryError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// The registry has shut down (or is shutting down) and takes no declarations.
+    case shutDown
+    /// A debounce, throttle or progress delay was negative.
+    case invalidDuration(name: String, Duration)
+
+    /// A one-line explanation.
+    public var description: String {
+        switch self {
+        case .shutDown: return "the task registry has shut down"
+        case .invalidDuration(let name, let value): return "\(name) must not be negative (got \(value))"
+        }
+    }
+}

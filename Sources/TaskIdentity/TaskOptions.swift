@@ -1,0 +1,72 @@
+import UVLoop
+
+/// Declaration options, interned per registry so that a record holds one reference to them,
+/// and so that the debounce and progress queues are looked up once per distinct options, not
+/// once per change.
+@usableFromInline
+final class TaskOptions: @unchecked Sendable {
+    /// The options as declared. Durations stay `Duration`s here, so that comparing a
+    /// declaration's options with a record's costs no conversion; nanoseconds are computed
+    /// once, when the options are interned.
+    @usableFromInline
+    struct Values: Hashable, Sendable {
+        @usableFromInline var priority: UInt8
+        @usableFromInline var policy: RestartPolicy
+        @usableFromInline var debounce: Duration
+        @usableFromInline var throttle: Duration
+        @usableFromInline var progressDelay: Duration?
+        /// How long a synchronous run stays `running` before its action is called; zero for
+        /// one called when it starts, and for Swift-task actions.
+        @usableFromInline var synchronousDelay: Duration
+        /// Where a Swift-task action runs (see `ActionExecutor`).
+        @usableFromInline var executor: ActionExecutor
+
+        /// - Throws: `RegistryError.invalidDuration` for a negative duration.
+        @inlinable
+        init(
+            priority: TaskPriority, policy: RestartPolicy, debounce: Duration, throttle: Duration,
+            progressDelay: Duration?, synchronousDelay: Duration = .zero, executor: ActionExecutor = .loop
+        ) throws(RegistryError) {
+            if debounce < .zero { throw RegistryError.invalidDuration(name: "debounce", debounce) }
+            if throttle < .zero { throw RegistryError.invalidDuration(name: "throttle", throttle) }
+            if let progressDelay, progressDelay < .zero {
+                throw RegistryError.invalidDuration(name: "progressDelay", progressDelay)
+            }
+            if synchronousDelay < .zero { throw RegistryError.invalidDuration(name: "after", synchronousDelay) }
+            self.priority = priority.rawValue
+            self.policy = policy
+            self.debounce = debounce
+            self.throttle = throttle
+            self.progressDelay = progressDelay
+            self.synchronousDelay = synchronousDelay
+            self.executor = executor
+        }
+    }
+
+    @usableFromInline let values: Values
+    /// `values` in nanoseconds.
+    let debounceNanoseconds: UInt64
+    let throttleNanoseconds: UInt64
+    let progressDelayNanoseconds: UInt64?
+    let priority: TaskPriority
+    /// The debounce queue for `values.debounce`, if it is not zero.
+    let debounceQueue: DeadlineQueue<DebounceEntry>?
+    /// The progress queue for `values.progressDelay`, if any.
+    let progressQueue: DeadlineQueue<ProgressEntry>?
+    /// The queue of synchronous runs waiting out `values.synchronousDelay`, if it is not zero.
+    let synchronousQueue: DeadlineQueue<SynchronousRunEntry>?
+
+    init(
+        values: Values, debounceQueue: DeadlineQueue<DebounceEntry>?, progressQueue: DeadlineQueue<ProgressEntry>?,
+        synchronousQueue: DeadlineQueue<SynchronousRunEntry>?
+    ) {
+        self.values = values
+        self.debounceNanoseconds = UInt64(values.debounce.clampedNanoseconds)
+        self.throttleNanoseconds = UInt64(values.throttle.clampedNanoseconds)
+        self.progressDelayNanoseconds = values.progressDelay.map { UInt64($0.clampedNanoseconds) }
+        self.priority = TaskPriority(rawValue: values.priority)
+        self.debounceQueue = debounceQueue
+        self.progressQueue = progressQueue
+        self.synchronousQueue = synchronousQueue
+    }
+}
