@@ -161,7 +161,6 @@ final class RegistryCore: @unchecked Sendable {
     /// `cancelled(.supersededByPolicy)` and count as coalesced. Until then the phase reads
     /// `waiting` (no update is published for it: it lasts less than a turn).
     private func queueStart(_ record: AnyTaskRecord) {
-        record.state.joinedStartQueue()
         startQueue.append(record)
         guard !startPassScheduled else { return }
         startPassScheduled = true

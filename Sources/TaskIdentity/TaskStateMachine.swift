@@ -113,7 +113,7 @@ struct TaskStateMachine: Sendable, CustomStringConvertible {
         case waitForThrottle(until: UInt64)
         /// Nothing to arm: the end of a previous run releases it.
         case waitForPrevious
-        /// Append the record to the start queue (it is not in it yet).
+        /// Append the record to the start queue (it was not in it; it is now).
         case queueStart
     }
 
@@ -331,12 +331,6 @@ struct TaskStateMachine: Sendable, CustomStringConvertible {
         return true
     }
 
-    /// The record joined the core's start queue (after `StartStep.queueStart`).
-    mutating func joinedStartQueue() {
-        check(!inStartQueue, "joinedStartQueue")
-        inStartQueue = true
-    }
-
     // MARK: - Steps shared by events
 
     private mutating func cancelRun(
@@ -390,7 +384,10 @@ struct TaskStateMachine: Sendable, CustomStringConvertible {
         pending = .startQueued
         // Until the pass, the phase reads `waiting`, unpublished: it lasts less than a turn.
         if phase.isIdle { phase = .waiting }
-        effects.next = inStartQueue ? .none : .queueStart
+        if !inStartQueue {
+            inStartQueue = true
+            effects.next = .queueStart
+        }
     }
 
     private mutating func publishWaitingOnce(into effects: inout Effects) {

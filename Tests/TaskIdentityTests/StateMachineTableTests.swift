@@ -1,0 +1,551 @@
+import Testing
+
+@testable import TaskIdentity
+
+/// Every (state, event) pair of `TaskStateMachine`, each with its expected outcome: the state
+/// after the event, the effects the core must carry out, and the counters moved; or a trap, for
+/// an event the rules rule out. Expectations are written by hand from the rules in
+/// docs/state-machine.md, not recorded from the implementation.
+@Suite("Task state machine: every state × every event")
+struct StateMachineTableTests {
+    @Test(arguments: StateMachineTable.allowedRows)
+    func eachAllowedEventHasItsExpectedOutcome(row: StateMachineTable.Row) {
+        var machine = row.state.machine
+        var counters = RegistryCounters()
+        let outcome = row.event.apply(to: &machine, counters: &counters)
+        let summary = StateMachineTable.summary(machine, outcome, counters)
+        #expect(summary == row.expected.resolved(for: row.state), "\(row.state) + \(row.event)")
+        #expect(machine.brokenInvariant() == nil, "\(row.state) + \(row.event): \(machine)")
+    }
+
+    @Test(arguments: StateMachineTable.trappingRowIndices)
+    func eachImpossibleEventTraps(index: Int) async {
+        await #expect(processExitsWith: .failure) { [index] in
+            let row = StateMachineTable.rows[index]
+            var machine = row.state.machine
+            var counters = RegistryCounters()
+            _ = row.event.apply(to: &machine, counters: &counters)
+        }
+    }
+
+    @Test func everyPairIsInTheTable() {
+        let pairs = Set(StateMachineTable.rows.map { "\($0.state)+\($0.event)" })
+        #expect(pairs.count == StateName.allCases.count * EventName.allCases.count)
+        #expect(StateMachineTable.rows.count == pairs.count)
+    }
+
+    @Test func everyTableStateKeepsTheInvariants() {
+        for state in StateName.allCases { #expect(state.machine.brokenInvariant() == nil, "\(state)") }
+    }
+}
+
+/// The states of the table, each reachable through the registry.
+enum StateName: String, CaseIterable, Sendable {
+    case fresh, debouncing, debouncingWhileRunning, throttled, awaitingPrevious, queued, supersededInQueue
+    case runningTask, synchronousDelayed, synchronousExecuting, finished, ending
+    case removedInQueue, removedEnding, removed
+
+    var machine: TaskStateMachine {
+        typealias M = TaskStateMachine
+        switch self {
+        case .fresh:
+            return M.testState(generation: 0, runGeneration: 0, pending: .none, run: .none, phase: .idle)
+        case .debouncing:
+            return M.testState(
+                generation: 1, runGeneration: 0, pending: .debouncing, run: .none, debounceDeadline: 100,
+                phase: .waiting)
+        case .debouncingWhileRunning:
+            return M.testState(
+                generation: 2, runGeneration: 1, pending: .debouncing, run: .task, hasStarted: true,
+                debounceDeadline: 100, phase: .waiting)
+        case .throttled:
+            return M.testState(
+                generation: 2, runGeneration: 1, pending: .throttled, run: .none, hasStarted: true, phase: .waiting)
+        case .awaitingPrevious:
+            return M.testState(
+                generation: 2, runGeneration: 1, pending: .awaitingPrevious, run: .none, endingRuns: 1,
+                hasStarted: true, phase: .waiting)
+        case .queued:
+            return M.testState(
+                generation: 1, runGeneration: 0, pending: .startQueued, run: .none, inStartQueue: true,
+                phase: .waiting)
+        case .supersededInQueue:
+            return M.testState(
+                generation: 2, runGeneration: 0, pending: .debouncing, run: .none, inStartQueue: true,
+                debounceDeadline: 100, phase: .waiting)
+        case .runningTask:
+            return M.testState(
+                generation: 1, runGeneration: 1, pending: .none, run: .task, hasStarted: true, phase: .running)
+        case .synchronousDelayed:
+            return M.testState(
+                generation: 1, runGeneration: 1, pending: .none, run: .synchronousDelayed, hasStarted: true,
+                phase: .running)
+        case .synchronousExecuting:
+            return M.testState(
+                generation: 1, runGeneration: 1, pending: .none, run: .synchronousExecuting, hasStarted: true,
+                phase: .running)
+        case .finished:
+            return M.testState(
+                generation: 1, runGeneration: 1, pending: .none, run: .none, hasStarted: true, phase: .finished)
+        case .ending:
+            return M.testState(
+                generation: 1, runGeneration: 1, pending: .none, run: .none, endingRuns: 1, hasStarted: true,
+                phase: .cancelled(.identityChanged))
+        case .removedInQueue:
+            return M.testState(
+                generation: 1, runGeneration: 0, pending: .none, run: .none, isRemoved: true, inStartQueue: true,
+                phase: .cancelled(.removed))
+        case .removedEnding:
+            return M.testState(
+                generation: 1, runGeneration: 1, pending: .none, run: .none, endingRuns: 1, isRemoved: true,
+                hasStarted: true, phase: .cancelled(.removed))
+        case .removed:
+            return M.testState(
+                generation: 1, runGeneration: 1, pending: .none, run: .none, isRemoved: true, hasStarted: true,
+                phase: .cancelled(.removed))
+        }
+    }
+}
+
+/// The events, with fixed arguments: the time is 50 for declarations and 100 when deadlines
+/// come due; no throttle window is open. Declarations use `cancelPrevious` unless named
+/// otherwise; the other events pass the gate of a `keepRunning` task (for tasks without a
+/// current run it decides as `cancelPrevious` does, and a current run beside a pending
+/// generation exists only under `keepRunning`).
+enum EventName: String, CaseIterable, Sendable {
+    case declareEqual, declareNew, declareNewDebounced, declareNewKeepRunning, debounceDue, throttleDue
+    case startAllowed, runEndedCurrent, runEndedCancelled, cancel, remove, shutDown, progressDue
+    case synchronousRunDue
+
+    func apply(to machine: inout TaskStateMachine, counters: inout RegistryCounters) -> String {
+        typealias Gate = TaskStateMachine.StartGate
+        let declared = Gate(policy: .cancelPrevious, throttleReadyAt: 0, now: 50)
+        let due = Gate(policy: .keepRunning, throttleReadyAt: 100, now: 100)
+        switch self {
+        case .declareEqual:
+            return describe(machine.declare(changed: false, debounce: 0, gate: declared, counters: &counters))
+        case .declareNew:
+            return describe(machine.declare(changed: true, debounce: 0, gate: declared, counters: &counters))
+        case .declareNewDebounced:
+            return describe(machine.declare(changed: true, debounce: 100, gate: declared, counters: &counters))
+        case .declareNewKeepRunning:
+            var gate = declared
+            gate.policy = .keepRunning
+            return describe(machine.declare(changed: true, debounce: 0, gate: gate, counters: &counters))
+        case .debounceDue:
+            return describe(machine.debounceDue(deadline: 100, gate: due))
+        case .throttleDue:
+            return describe(machine.throttleDue(gate: due))
+        case .startAllowed:
+            let started = machine.startAllowed(kind: .task, counters: &counters)
+            return "result=" + (started.map { "g\($0)" } ?? "skip")
+        case .runEndedCurrent:
+            return describe(
+                machine.runEnded(generation: 1, outcome: .finished, isShutDown: false, gate: due, counters: &counters))
+        case .runEndedCancelled:
+            return describe(
+                machine.runEnded(generation: 99, outcome: .cancelled, isShutDown: false, gate: due, counters: &counters))
+        case .cancel:
+            return describe(machine.cancel(reason: .identityChanged, counters: &counters))
+        case .remove:
+            return describe(machine.remove(reason: .removed, counters: &counters))
+        case .shutDown:
+            return describe(machine.shutDown(counters: &counters))
+        case .progressDue:
+            return machine.progressDue(generation: 1) ? "result=true" : ""
+        case .synchronousRunDue:
+            return machine.synchronousRunDue(generation: 1) ? "result=true" : ""
+        }
+    }
+
+    private func describe(_ effects: TaskStateMachine.Effects) -> String {
+        var tokens: [String] = []
+        if effects.stopThrottleTimer { tokens.append("stopThrottle") }
+        if effects.cancelTask { tokens.append("cancelTask") }
+        if effects.dropTask { tokens.append("dropTask") }
+        if effects.dropPendingAction { tokens.append("dropPending") }
+        if let change = effects.endedPending { tokens.append("endedPending(g\(change.generation) \(change.phase))") }
+        if let change = effects.endedRun { tokens.append("endedRun(g\(change.generation) \(change.phase))") }
+        if effects.next != .none { tokens.append("next=\(effects.next)") }
+        if let change = effects.waiting { tokens.append("waiting(g\(change.generation))") }
+        return tokens.joined(separator: " ")
+    }
+}
+
+enum StateMachineTable {
+    struct Row: Sendable, CustomTestStringConvertible {
+        let state: StateName
+        let event: EventName
+        let expected: Expected
+        var testDescription: String { "\(state) + \(event)" }
+    }
+
+    enum Expected: Sendable {
+        /// Nothing changes: a stale deadline, an equal-free event with nothing to act on.
+        case ignored
+        /// The declaration of an equal identity: counted, nothing else.
+        case unchanged
+        /// The rules rule the event out: the machine traps.
+        case traps
+        /// "pending run gGeneration/runGeneration endingN phase [flags] | effects | counters".
+        case becomes(String)
+
+        func resolved(for state: StateName) -> String {
+            switch self {
+            case .ignored: return StateMachineTable.summary(state.machine, "", RegistryCounters())
+            case .unchanged:
+                var counters = RegistryCounters()
+                counters.declared = 1
+                counters.unchanged = 1
+                return StateMachineTable.summary(state.machine, "", counters)
+            case .traps: return "traps"
+            case .becomes(let text): return text
+            }
+        }
+    }
+
+    static func summary(_ machine: TaskStateMachine, _ outcome: String, _ counters: RegistryCounters) -> String {
+        var state = "\(machine.pending) \(machine.run) g\(machine.generation)/\(machine.runGeneration)"
+        state += " ending\(machine.endingRuns) \(machine.phase)"
+        if machine.showsProgress { state += " progress" }
+        if machine.isRemoved { state += " removed" }
+        if machine.inStartQueue { state += " inQueue" }
+        let moved: [(String, Int64)] = [
+            ("declared", Int64(counters.declared)), ("unchanged", Int64(counters.unchanged)),
+            ("started", Int64(counters.started)), ("restarted", Int64(counters.restarted)),
+            ("coalesced", Int64(counters.coalesced)), ("cancelled", Int64(counters.cancelled)),
+            ("finished", Int64(counters.finished)), ("failed", Int64(counters.failed)),
+            ("runningActions", Int64(counters.runningActions)), ("liveGenerations", Int64(counters.liveGenerations)),
+        ]
+        let deltas = moved.filter { $0.1 != 0 }.map { "\($0.0)\($0.1 > 0 ? "+" : "")\($0.1)" }
+        return "\(state) | \(outcome) | \(deltas.joined(separator: " "))"
+    }
+
+    static let allowedRows: [Row] = rows.filter { if case .traps = $0.expected { false } else { true } }
+    static let trappingRowIndices: [Int] = rows.indices.filter {
+        if case .traps = rows[$0].expected { true } else { false }
+    }
+
+    static let rows: [Row] = expectations.flatMap { state, byEvent in
+        EventName.allCases.map { event in
+            Row(state: state, event: event, expected: byEvent[event] ?? .ignored)
+        }
+    }
+
+    /// Per state, the events that do something or trap; every event not listed is `.ignored`.
+    static let expectations: [(StateName, [EventName: Expected])] = [
+        (
+            .fresh,
+            [
+                .declareEqual: .unchanged,
+                .declareNew: .becomes("startQueued none g1/0 ending0 waiting inQueue | next=queueStart | declared+1 liveGenerations+1"),
+                .declareNewDebounced: .becomes(
+                    "debouncing none g1/0 ending0 waiting | next=waitForDebounce(deadline: 150) waiting(g1) | declared+1 liveGenerations+1"
+                ),
+                .declareNewKeepRunning: .becomes(
+                    "startQueued none g1/0 ending0 waiting inQueue | next=queueStart | declared+1 liveGenerations+1"),
+                .startAllowed: .traps, .runEndedCurrent: .traps, .runEndedCancelled: .traps,
+                .remove: .becomes("none none g0/0 ending0 idle removed |  | "),
+                .shutDown: .becomes("none none g0/0 ending0 idle removed |  | "),
+            ]
+        ),
+        (
+            .debouncing,
+            [
+                .declareEqual: .unchanged,
+                .declareNew: .becomes(
+                    "startQueued none g2/0 ending0 waiting inQueue | endedPending(g1 cancelled(supersededByPolicy)) next=queueStart | declared+1 coalesced+1"
+                ),
+                .declareNewDebounced: .becomes(
+                    "debouncing none g2/0 ending0 waiting | endedPending(g1 cancelled(supersededByPolicy)) next=waitForDebounce(deadline: 150) waiting(g2) | declared+1 coalesced+1"
+                ),
+                .declareNewKeepRunning: .becomes(
+                    "startQueued none g2/0 ending0 waiting inQueue | endedPending(g1 cancelled(supersededByPolicy)) next=queueStart | declared+1 coalesced+1"
+                ),
+                .debounceDue: .becomes("startQueued none g1/0 ending0 waiting inQueue | next=queueStart | "),
+                .startAllowed: .traps, .runEndedCurrent: .traps, .runEndedCancelled: .traps,
+                .remove: .becomes(
+                    "none none g1/0 ending0 cancelled(removed) removed | dropPending endedPending(g1 cancelled(removed)) | cancelled+1 liveGenerations-1"
+                ),
+                .shutDown: .becomes(
+                    "none none g1/0 ending0 cancelled(registryShutDown) removed | dropPending endedPending(g1 cancelled(registryShutDown)) | cancelled+1 liveGenerations-1"
+                ),
+            ]
+        ),
+        (
+            .debouncingWhileRunning,
+            [
+                .declareEqual: .unchanged,
+                .declareNew: .becomes(
+                    "startQueued none g3/1 ending1 waiting inQueue | cancelTask endedPending(g2 cancelled(supersededByPolicy)) endedRun(g1 cancelled(identityChanged)) next=queueStart | declared+1 coalesced+1 cancelled+1 liveGenerations-1"
+                ),
+                .declareNewDebounced: .becomes(
+                    "debouncing none g3/1 ending1 waiting | cancelTask endedPending(g2 cancelled(supersededByPolicy)) endedRun(g1 cancelled(identityChanged)) next=waitForDebounce(deadline: 150) waiting(g3) | declared+1 coalesced+1 cancelled+1 liveGenerations-1"
+                ),
+                .declareNewKeepRunning: .becomes(
+                    "awaitingPrevious task g3/1 ending0 waiting | endedPending(g2 cancelled(supersededByPolicy)) next=waitForPrevious waiting(g3) | declared+1 coalesced+1"
+                ),
+                .debounceDue: .becomes("awaitingPrevious task g2/1 ending0 waiting | next=waitForPrevious | "),
+                .startAllowed: .traps,
+                .runEndedCurrent: .becomes(
+                    "debouncing none g2/1 ending0 waiting | dropTask endedRun(g1 finished) | finished+1 runningActions-1 liveGenerations-1"
+                ),
+                .runEndedCancelled: .traps,
+                .cancel: .becomes(
+                    "debouncing none g2/1 ending1 waiting | cancelTask endedRun(g1 cancelled(identityChanged)) | cancelled+1 liveGenerations-1"
+                ),
+                .remove: .becomes(
+                    "none none g2/1 ending1 cancelled(removed) removed | cancelTask dropPending endedPending(g2 cancelled(removed)) endedRun(g1 cancelled(removed)) | cancelled+2 liveGenerations-2"
+                ),
+                .shutDown: .becomes(
+                    "none none g2/1 ending1 cancelled(registryShutDown) removed | cancelTask dropPending endedPending(g2 cancelled(registryShutDown)) endedRun(g1 cancelled(registryShutDown)) | cancelled+2 liveGenerations-2"
+                ),
+                .progressDue: .becomes("debouncing task g2/1 ending0 waiting progress | result=true | "),
+                .synchronousRunDue: .traps,
+            ]
+        ),
+        (
+            .throttled,
+            [
+                .declareEqual: .unchanged,
+                .declareNew: .becomes(
+                    "startQueued none g3/1 ending0 waiting inQueue | stopThrottle endedPending(g2 cancelled(supersededByPolicy)) next=queueStart | declared+1 coalesced+1"
+                ),
+                .declareNewDebounced: .becomes(
+                    "debouncing none g3/1 ending0 waiting | stopThrottle endedPending(g2 cancelled(supersededByPolicy)) next=waitForDebounce(deadline: 150) waiting(g3) | declared+1 coalesced+1"
+                ),
+                .declareNewKeepRunning: .becomes(
+                    "startQueued none g3/1 ending0 waiting inQueue | stopThrottle endedPending(g2 cancelled(supersededByPolicy)) next=queueStart | declared+1 coalesced+1"
+                ),
+                .throttleDue: .becomes("startQueued none g2/1 ending0 waiting inQueue | next=queueStart | "),
+                .startAllowed: .traps, .runEndedCurrent: .traps, .runEndedCancelled: .traps,
+                .remove: .becomes(
+                    "none none g2/1 ending0 cancelled(removed) removed | stopThrottle dropPending endedPending(g2 cancelled(removed)) | cancelled+1 liveGenerations-1"
+                ),
+                .shutDown: .becomes(
+                    "none none g2/1 ending0 cancelled(registryShutDown) removed | stopThrottle dropPending endedPending(g2 cancelled(registryShutDown)) | cancelled+1 liveGenerations-1"
+                ),
+            ]
+        ),
+        (
+            .awaitingPrevious,
+            [
+                .declareEqual: .unchanged,
+                .declareNew: .becomes(
+                    "startQueued none g3/1 ending1 waiting inQueue | endedPending(g2 cancelled(supersededByPolicy)) next=queueStart | declared+1 coalesced+1"
+                ),
+                .declareNewDebounced: .becomes(
+                    "debouncing none g3/1 ending1 waiting | endedPending(g2 cancelled(supersededByPolicy)) next=waitForDebounce(deadline: 150) waiting(g3) | declared+1 coalesced+1"
+                ),
+                .declareNewKeepRunning: .becomes(
+                    "awaitingPrevious none g3/1 ending1 waiting | endedPending(g2 cancelled(supersededByPolicy)) next=waitForPrevious waiting(g3) | declared+1 coalesced+1"
+                ),
+                .startAllowed: .traps,
+                .runEndedCurrent: .becomes("startQueued none g2/1 ending0 waiting inQueue | next=queueStart | runningActions-1"),
+                .runEndedCancelled: .becomes("startQueued none g2/1 ending0 waiting inQueue | next=queueStart | runningActions-1"),
+                .remove: .becomes(
+                    "none none g2/1 ending1 cancelled(removed) removed | dropPending endedPending(g2 cancelled(removed)) | cancelled+1 liveGenerations-1"
+                ),
+                .shutDown: .becomes(
+                    "none none g2/1 ending1 cancelled(registryShutDown) removed | dropPending endedPending(g2 cancelled(registryShutDown)) | cancelled+1 liveGenerations-1"
+                ),
+            ]
+        ),
+        (
+            .queued,
+            [
+                .declareEqual: .unchanged,
+                .declareNew: .becomes(
+                    "startQueued none g2/0 ending0 waiting inQueue | endedPending(g1 cancelled(supersededByPolicy)) | declared+1 coalesced+1"
+                ),
+                .declareNewDebounced: .becomes(
+                    "debouncing none g2/0 ending0 waiting inQueue | endedPending(g1 cancelled(supersededByPolicy)) next=waitForDebounce(deadline: 150) waiting(g2) | declared+1 coalesced+1"
+                ),
+                .declareNewKeepRunning: .becomes(
+                    "startQueued none g2/0 ending0 waiting inQueue | endedPending(g1 cancelled(supersededByPolicy)) | declared+1 coalesced+1"
+                ),
+                .startAllowed: .becomes("none task g1/1 ending0 running | result=g1 | started+1 runningActions+1"),
+                .runEndedCurrent: .traps, .runEndedCancelled: .traps,
+                .remove: .becomes(
+                    "none none g1/0 ending0 cancelled(removed) removed inQueue | dropPending endedPending(g1 cancelled(removed)) | cancelled+1 liveGenerations-1"
+                ),
+                .shutDown: .becomes(
+                    "none none g1/0 ending0 cancelled(registryShutDown) removed inQueue | dropPending endedPending(g1 cancelled(registryShutDown)) | cancelled+1 liveGenerations-1"
+                ),
+            ]
+        ),
+        (
+            .supersededInQueue,
+            [
+                .declareEqual: .unchanged,
+                .declareNew: .becomes(
+                    "startQueued none g3/0 ending0 waiting inQueue | endedPending(g2 cancelled(supersededByPolicy)) | declared+1 coalesced+1"
+                ),
+                .declareNewDebounced: .becomes(
+                    "debouncing none g3/0 ending0 waiting inQueue | endedPending(g2 cancelled(supersededByPolicy)) next=waitForDebounce(deadline: 150) waiting(g3) | declared+1 coalesced+1"
+                ),
+                .declareNewKeepRunning: .becomes(
+                    "startQueued none g3/0 ending0 waiting inQueue | endedPending(g2 cancelled(supersededByPolicy)) | declared+1 coalesced+1"
+                ),
+                .debounceDue: .becomes("startQueued none g2/0 ending0 waiting inQueue |  | "),
+                .startAllowed: .becomes("debouncing none g2/0 ending0 waiting | result=skip | "),
+                .runEndedCurrent: .traps, .runEndedCancelled: .traps,
+                .remove: .becomes(
+                    "none none g2/0 ending0 cancelled(removed) removed inQueue | dropPending endedPending(g2 cancelled(removed)) | cancelled+1 liveGenerations-1"
+                ),
+                .shutDown: .becomes(
+                    "none none g2/0 ending0 cancelled(registryShutDown) removed inQueue | dropPending endedPending(g2 cancelled(registryShutDown)) | cancelled+1 liveGenerations-1"
+                ),
+            ]
+        ),
+        (
+            .runningTask,
+            [
+                .declareEqual: .unchanged,
+                .declareNew: .becomes(
+                    "startQueued none g2/1 ending1 waiting inQueue | cancelTask endedRun(g1 cancelled(identityChanged)) next=queueStart | declared+1 cancelled+1"
+                ),
+                .declareNewDebounced: .becomes(
+                    "debouncing none g2/1 ending1 waiting | cancelTask endedRun(g1 cancelled(identityChanged)) next=waitForDebounce(deadline: 150) waiting(g2) | declared+1 cancelled+1"
+                ),
+                .declareNewKeepRunning: .becomes(
+                    "awaitingPrevious task g2/1 ending0 waiting | next=waitForPrevious waiting(g2) | declared+1 liveGenerations+1"
+                ),
+                .startAllowed: .traps,
+                .runEndedCurrent: .becomes(
+                    "none none g1/1 ending0 finished | dropTask endedRun(g1 finished) | finished+1 runningActions-1 liveGenerations-1"
+                ),
+                .runEndedCancelled: .traps,
+                .cancel: .becomes(
+                    "none none g1/1 ending1 cancelled(identityChanged) | cancelTask endedRun(g1 cancelled(identityChanged)) | cancelled+1 liveGenerations-1"
+                ),
+                .remove: .becomes(
+                    "none none g1/1 ending1 cancelled(removed) removed | cancelTask endedRun(g1 cancelled(removed)) | cancelled+1 liveGenerations-1"
+                ),
+                .shutDown: .becomes(
+                    "none none g1/1 ending1 cancelled(registryShutDown) removed | cancelTask endedRun(g1 cancelled(registryShutDown)) | cancelled+1 liveGenerations-1"
+                ),
+                .progressDue: .becomes("none task g1/1 ending0 running progress | result=true | "),
+                .synchronousRunDue: .traps,
+            ]
+        ),
+        (
+            .synchronousDelayed,
+            [
+                .declareEqual: .unchanged,
+                .declareNew: .becomes(
+                    "startQueued none g2/1 ending0 waiting inQueue | dropTask endedRun(g1 cancelled(identityChanged)) next=queueStart | declared+1 cancelled+1 runningActions-1"
+                ),
+                .declareNewDebounced: .becomes(
+                    "debouncing none g2/1 ending0 waiting | dropTask endedRun(g1 cancelled(identityChanged)) next=waitForDebounce(deadline: 150) waiting(g2) | declared+1 cancelled+1 runningActions-1"
+                ),
+                .declareNewKeepRunning: .becomes(
+                    "awaitingPrevious synchronousDelayed g2/1 ending0 waiting | next=waitForPrevious waiting(g2) | declared+1 liveGenerations+1"
+                ),
+                .startAllowed: .traps, .runEndedCurrent: .traps, .runEndedCancelled: .traps,
+                .cancel: .becomes(
+                    "none none g1/1 ending0 cancelled(identityChanged) | dropTask endedRun(g1 cancelled(identityChanged)) | cancelled+1 runningActions-1 liveGenerations-1"
+                ),
+                .remove: .becomes(
+                    "none none g1/1 ending0 cancelled(removed) removed | dropTask endedRun(g1 cancelled(removed)) | cancelled+1 runningActions-1 liveGenerations-1"
+                ),
+                .shutDown: .becomes(
+                    "none none g1/1 ending0 cancelled(registryShutDown) removed | dropTask endedRun(g1 cancelled(registryShutDown)) | cancelled+1 runningActions-1 liveGenerations-1"
+                ),
+                .progressDue: .becomes("none synchronousDelayed g1/1 ending0 running progress | result=true | "),
+                .synchronousRunDue: .becomes("none synchronousExecuting g1/1 ending0 running | result=true | "),
+            ]
+        ),
+        (
+            .synchronousExecuting,
+            [
+                .declareEqual: .unchanged,
+                .declareNew: .becomes(
+                    "startQueued none g2/1 ending1 waiting inQueue | dropTask endedRun(g1 cancelled(identityChanged)) next=queueStart | declared+1 cancelled+1"
+                ),
+                .declareNewDebounced: .becomes(
+                    "debouncing none g2/1 ending1 waiting | dropTask endedRun(g1 cancelled(identityChanged)) next=waitForDebounce(deadline: 150) waiting(g2) | declared+1 cancelled+1"
+                ),
+                .declareNewKeepRunning: .becomes(
+                    "awaitingPrevious synchronousExecuting g2/1 ending0 waiting | next=waitForPrevious waiting(g2) | declared+1 liveGenerations+1"
+                ),
+                .startAllowed: .traps,
+                .runEndedCurrent: .becomes(
+                    "none none g1/1 ending0 finished | dropTask endedRun(g1 finished) | finished+1 runningActions-1 liveGenerations-1"
+                ),
+                .runEndedCancelled: .traps,
+                .cancel: .becomes(
+                    "none none g1/1 ending1 cancelled(identityChanged) | dropTask endedRun(g1 cancelled(identityChanged)) | cancelled+1 liveGenerations-1"
+                ),
+                .remove: .becomes(
+                    "none none g1/1 ending1 cancelled(removed) removed | dropTask endedRun(g1 cancelled(removed)) | cancelled+1 liveGenerations-1"
+                ),
+                .shutDown: .becomes(
+                    "none none g1/1 ending1 cancelled(registryShutDown) removed | dropTask endedRun(g1 cancelled(registryShutDown)) | cancelled+1 liveGenerations-1"
+                ),
+                .progressDue: .becomes("none synchronousExecuting g1/1 ending0 running progress | result=true | "),
+                .synchronousRunDue: .traps,
+            ]
+        ),
+        (
+            .finished,
+            [
+                .declareEqual: .unchanged,
+                .declareNew: .becomes("startQueued none g2/1 ending0 waiting inQueue | next=queueStart | declared+1 liveGenerations+1"),
+                .declareNewDebounced: .becomes(
+                    "debouncing none g2/1 ending0 waiting | next=waitForDebounce(deadline: 150) waiting(g2) | declared+1 liveGenerations+1"
+                ),
+                .declareNewKeepRunning: .becomes(
+                    "startQueued none g2/1 ending0 waiting inQueue | next=queueStart | declared+1 liveGenerations+1"),
+                .startAllowed: .traps, .runEndedCurrent: .traps, .runEndedCancelled: .traps,
+                .remove: .becomes("none none g1/1 ending0 finished removed |  | "),
+                .shutDown: .becomes("none none g1/1 ending0 finished removed |  | "),
+            ]
+        ),
+        (
+            .ending,
+            [
+                .declareEqual: .unchanged,
+                .declareNew: .becomes("startQueued none g2/1 ending1 waiting inQueue | next=queueStart | declared+1 liveGenerations+1"),
+                .declareNewDebounced: .becomes(
+                    "debouncing none g2/1 ending1 waiting | next=waitForDebounce(deadline: 150) waiting(g2) | declared+1 liveGenerations+1"
+                ),
+                .declareNewKeepRunning: .becomes(
+                    "awaitingPrevious none g2/1 ending1 waiting | next=waitForPrevious waiting(g2) | declared+1 liveGenerations+1"
+                ),
+                .startAllowed: .traps,
+                .runEndedCurrent: .becomes("none none g1/1 ending0 cancelled(identityChanged) |  | runningActions-1"),
+                .runEndedCancelled: .becomes("none none g1/1 ending0 cancelled(identityChanged) |  | runningActions-1"),
+                .remove: .becomes("none none g1/1 ending1 cancelled(identityChanged) removed |  | "),
+                .shutDown: .becomes("none none g1/1 ending1 cancelled(identityChanged) removed |  | "),
+            ]
+        ),
+        (
+            .removedInQueue,
+            [
+                .declareEqual: .traps, .declareNew: .traps, .declareNewDebounced: .traps, .declareNewKeepRunning: .traps,
+                .startAllowed: .becomes("none none g1/0 ending0 cancelled(removed) removed | result=skip | "),
+                .runEndedCurrent: .traps, .runEndedCancelled: .traps, .cancel: .traps, .remove: .traps,
+                .shutDown: .traps,
+            ]
+        ),
+        (
+            .removedEnding,
+            [
+                .declareEqual: .traps, .declareNew: .traps, .declareNewDebounced: .traps, .declareNewKeepRunning: .traps,
+                .startAllowed: .traps,
+                .runEndedCurrent: .becomes("none none g1/1 ending0 cancelled(removed) removed |  | runningActions-1"),
+                .runEndedCancelled: .becomes("none none g1/1 ending0 cancelled(removed) removed |  | runningActions-1"),
+                .cancel: .traps, .remove: .traps, .shutDown: .traps,
+            ]
+        ),
+        (
+            .removed,
+            [
+                .declareEqual: .traps, .declareNew: .traps, .declareNewDebounced: .traps, .declareNewKeepRunning: .traps,
+                .startAllowed: .traps, .runEndedCurrent: .traps, .runEndedCancelled: .traps, .cancel: .traps,
+                .remove: .traps, .shutDown: .traps,
+            ]
+        ),
+    ]
+}
