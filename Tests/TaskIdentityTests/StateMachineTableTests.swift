@@ -144,7 +144,8 @@ enum EventName: String, CaseIterable, Sendable {
                 machine.runEnded(generation: 1, outcome: .finished, isShutDown: false, gate: due, counters: &counters))
         case .runEndedCancelled:
             return describe(
-                machine.runEnded(generation: 99, outcome: .cancelled, isShutDown: false, gate: due, counters: &counters))
+                machine.runEnded(generation: 99, outcome: .cancelled, isShutDown: false, gate: due, counters: &counters)
+            )
         case .cancel:
             return describe(machine.cancel(reason: .identityChanged, counters: &counters))
         case .remove:
@@ -238,7 +239,8 @@ enum StateMachineTable {
             .fresh,
             [
                 .declareEqual: .unchanged,
-                .declareNew: .becomes("startQueued none g1/0 ending0 waiting inQueue | next=queueStart | declared+1 liveGenerations+1"),
+                .declareNew: .becomes(
+                    "startQueued none g1/0 ending0 waiting inQueue | next=queueStart | declared+1 liveGenerations+1"),
                 .declareNewDebounced: .becomes(
                     "debouncing none g1/0 ending0 waiting | next=waitForDebounce(deadline: 150) waiting(g1) | declared+1 liveGenerations+1"
                 ),
@@ -341,8 +343,10 @@ enum StateMachineTable {
                     "awaitingPrevious none g3/1 ending1 waiting | endedPending(g2 cancelled(supersededByPolicy)) next=waitForPrevious waiting(g3) | declared+1 coalesced+1"
                 ),
                 .startAllowed: .traps,
-                .runEndedCurrent: .becomes("startQueued none g2/1 ending0 waiting inQueue | next=queueStart | runningActions-1"),
-                .runEndedCancelled: .becomes("startQueued none g2/1 ending0 waiting inQueue | next=queueStart | runningActions-1"),
+                .runEndedCurrent: .becomes(
+                    "startQueued none g2/1 ending0 waiting inQueue | next=queueStart | runningActions-1"),
+                .runEndedCancelled: .becomes(
+                    "startQueued none g2/1 ending0 waiting inQueue | next=queueStart | runningActions-1"),
                 .remove: .becomes(
                     "none none g2/1 ending1 cancelled(removed) removed | dropPending endedPending(g2 cancelled(removed)) | cancelled+1 liveGenerations-1"
                 ),
@@ -491,7 +495,8 @@ enum StateMachineTable {
             .finished,
             [
                 .declareEqual: .unchanged,
-                .declareNew: .becomes("startQueued none g2/1 ending0 waiting inQueue | next=queueStart | declared+1 liveGenerations+1"),
+                .declareNew: .becomes(
+                    "startQueued none g2/1 ending0 waiting inQueue | next=queueStart | declared+1 liveGenerations+1"),
                 .declareNewDebounced: .becomes(
                     "debouncing none g2/1 ending0 waiting | next=waitForDebounce(deadline: 150) waiting(g2) | declared+1 liveGenerations+1"
                 ),
@@ -506,7 +511,8 @@ enum StateMachineTable {
             .ending,
             [
                 .declareEqual: .unchanged,
-                .declareNew: .becomes("startQueued none g2/1 ending1 waiting inQueue | next=queueStart | declared+1 liveGenerations+1"),
+                .declareNew: .becomes(
+                    "startQueued none g2/1 ending1 waiting inQueue | next=queueStart | declared+1 liveGenerations+1"),
                 .declareNewDebounced: .becomes(
                     "debouncing none g2/1 ending1 waiting | next=waitForDebounce(deadline: 150) waiting(g2) | declared+1 liveGenerations+1"
                 ),
@@ -523,7 +529,8 @@ enum StateMachineTable {
         (
             .removedInQueue,
             [
-                .declareEqual: .traps, .declareNew: .traps, .declareNewDebounced: .traps, .declareNewKeepRunning: .traps,
+                .declareEqual: .traps, .declareNew: .traps, .declareNewDebounced: .traps,
+                .declareNewKeepRunning: .traps,
                 .startAllowed: .becomes("none none g1/0 ending0 cancelled(removed) removed | result=skip | "),
                 .runEndedCurrent: .traps, .runEndedCancelled: .traps, .cancel: .traps, .remove: .traps,
                 .shutDown: .traps,
@@ -532,7 +539,8 @@ enum StateMachineTable {
         (
             .removedEnding,
             [
-                .declareEqual: .traps, .declareNew: .traps, .declareNewDebounced: .traps, .declareNewKeepRunning: .traps,
+                .declareEqual: .traps, .declareNew: .traps, .declareNewDebounced: .traps,
+                .declareNewKeepRunning: .traps,
                 .startAllowed: .traps,
                 .runEndedCurrent: .becomes("none none g1/1 ending0 cancelled(removed) removed |  | runningActions-1"),
                 .runEndedCancelled: .becomes("none none g1/1 ending0 cancelled(removed) removed |  | runningActions-1"),
@@ -542,7 +550,8 @@ enum StateMachineTable {
         (
             .removed,
             [
-                .declareEqual: .traps, .declareNew: .traps, .declareNewDebounced: .traps, .declareNewKeepRunning: .traps,
+                .declareEqual: .traps, .declareNew: .traps, .declareNewDebounced: .traps,
+                .declareNewKeepRunning: .traps,
                 .startAllowed: .traps, .runEndedCurrent: .traps, .runEndedCancelled: .traps, .cancel: .traps,
                 .remove: .traps, .shutDown: .traps,
             ]
