@@ -122,6 +122,7 @@ final class RegistryCore: @unchecked Sendable {
         record.identity = identity
         record.options = options
         record.pendingAction = body
+        if record.failure != nil { record.failure = nil }
         let now =
             options.debounceNanoseconds > 0 || options.throttleNanoseconds > 0 ? unretainedLoop.now.nanoseconds : 0
         let effects = record.state.declare(
@@ -134,11 +135,13 @@ final class RegistryCore: @unchecked Sendable {
     @inline(__always)
     private func carryOut(_ effects: TaskStateMachine.Effects, on record: AnyTaskRecord) {
         if effects.stopThrottleTimer { throttles[ObjectIdentifier(record)]?.timer?.stop() }
+        // A cancelled run's handle stays until the next run replaces it or the run ends, so
+        // that `shutdown()` awaited inside that run can tell it is one of this registry's.
         if effects.cancelTask { record.runningTask?.cancel() }
-        if effects.cancelTask || effects.dropTask { record.runningTask = nil }
+        if effects.dropTask { record.runningTask = nil }
         if effects.dropPendingAction { record.pendingAction = nil }
         if let change = effects.endedPending { publish(record, change) }
-        if let change = effects.endedRun { publish(record, change) }
+        if let change = effects.endedRun, change.phase != .failed { publish(record, change) }
         switch effects.next {
         case .none, .waitForPrevious:
             break
@@ -229,7 +232,7 @@ final class RegistryCore: @unchecked Sendable {
                     var failure: (any Error)?
                     // The action is `nonisolated(nonsending)`: it runs right here, on the loop.
                     do {
-                        try await RunScope.$core.withValue(ObjectIdentifier(self)) { try await action(context) }
+                        try await action(context)
                     } catch {
                         failure = error
                     }
@@ -263,7 +266,7 @@ final class RegistryCore: @unchecked Sendable {
     ) -> Task<Void, Never> {
         Task(executorPreference: executor, priority: record.options.priority) {
             var failure: (any Error)?
-            do { try await RunScope.$core.withValue(ObjectIdentifier(self)) { try await action(context) } } catch {
+            do { try await action(context) } catch {
                 failure = error
             }
             let ending = failure
@@ -319,12 +322,17 @@ final class RegistryCore: @unchecked Sendable {
         switch failure {
         case nil: outcome = .finished
         case is CancellationError: outcome = .cancelled
-        case let error?: outcome = .failed(error)
+        case .some: outcome = .failed
         }
         let now = record.state.pending == .awaitingPrevious ? loop.now.nanoseconds : 0
         let effects = record.state.runEnded(
             generation: generation, outcome: outcome, isShutDown: isShutDown, gate: gate(record, now: now),
             counters: &counters)
+        if let ended = effects.endedRun, ended.phase == .failed {
+            if ended.generation == record.state.generation { record.failure = failure }
+            // Published here, with its error; `carryOut` publishes the rest.
+            if record.hasObservers { record.publish(generation: ended.generation, phase: .failed(failure!)) }
+        }
         carryOut(effects, on: record)
         if record.state.isRemoved { removedRecordRunEnded(record) }
         noteQuiescence()
@@ -365,7 +373,9 @@ final class RegistryCore: @unchecked Sendable {
 
     @inline(__always)
     private func publish(_ record: AnyTaskRecord, _ change: TaskStateMachine.PhaseChange) {
-        if record.hasObservers { record.publish(generation: change.generation, phase: change.phase) }
+        if record.hasObservers {
+            record.publish(generation: change.generation, phase: change.phase.taskPhase(failure: nil))
+        }
     }
 
     // MARK: - Shutdown

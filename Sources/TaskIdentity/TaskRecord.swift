@@ -32,8 +32,10 @@ class AnyTaskRecord: RunOwner, @unchecked Sendable {
     /// The current run's task, while it is current.
     @exclusivity(unchecked) var runningTask: Task<Void, Never>?
     @exclusivity(unchecked) var identity: (any Hashable & Sendable)?
+    /// The error of the latest generation's run while its phase is `failed`.
+    @exclusivity(unchecked) var failure: (any Error)?
 
-    var phase: TaskPhase { state.phase }
+    var phase: TaskPhase { state.phase.taskPhase(failure: failure) }
     var generation: UInt64 { state.generation }
     var showsProgress: Bool { state.showsProgress }
 

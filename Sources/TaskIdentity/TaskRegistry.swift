@@ -443,9 +443,12 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
     /// - Note: May be called from any task. With a `TestLoop`, call `startShutdown()` and run
     ///   the loop instead: nothing runs on a test loop while a test awaits.
     public func shutdown() async {
-        let callerIsRun = RunScope.core == ObjectIdentifier(core)
+        let caller = withUnsafeCurrentTask { $0.map(taskAddress) }
         await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
             let work: @Sendable () -> Void = { [self] in
+                // Awaited inside one of this registry's own actions, shutdown must not wait for
+                // that action: it returns once every other action has ended.
+                let callerIsRun = caller.map(self.isRunningTask) ?? false
                 self.applyShutdown()
                 self.core.whenQuiesced(callerIsRun: callerIsRun) { continuation.resume() }
             }
@@ -455,6 +458,20 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
                 do { try loop.execute(work) } catch { continuation.resume() }
             }
         }
+    }
+
+    /// Whether `task` is the Swift task of a run of this registry (the latest run of one of
+    /// its tasks, current or cancelled). Loop thread only.
+    private func isRunningTask(_ task: UInt) -> Bool {
+        func runs(_ first: AnyTaskRecord) -> Bool {
+            var next: AnyTaskRecord? = first
+            while let record = next {
+                if let running = record.runningTask, taskAddress(running) == task { return true }
+                next = record.nextInSlot
+            }
+            return false
+        }
+        return slots.values.contains(where: runs) || removedRunning.values.contains(where: runs)
     }
 
     /// Whether shutdown has begun. Loop thread only.
@@ -507,6 +524,22 @@ private struct RegistryRelease<Key: Hashable & Sendable>: @unchecked Sendable {
             }
         }
     }
+}
+
+/// The address of a Swift task, from its handle or from inside it. Both are a single
+/// reference to the task object; comparing addresses is exact, where comparing hash values
+/// would only be likely.
+func taskAddress(_ task: Task<Void, Never>) -> UInt {
+    // unsafeBitCast: `Task` is one reference to the task object (checked by its size here, and
+    // by the shutdown-inside-an-action test, which would hang if the addresses differed).
+    precondition(MemoryLayout<Task<Void, Never>>.size == MemoryLayout<UInt>.size)
+    return unsafeBitCast(task, to: UInt.self)
+}
+
+func taskAddress(_ task: UnsafeCurrentTask) -> UInt {
+    // unsafeBitCast: `UnsafeCurrentTask` is one reference to the same task object (see above).
+    precondition(MemoryLayout<UnsafeCurrentTask>.size == MemoryLayout<UInt>.size)
+    return unsafeBitCast(task, to: UInt.self)
 }
 
 /// The stored identity of a declaration: `nil` for none, the value itself for one, a

@@ -52,11 +52,42 @@ struct TaskStateMachine: Sendable, CustomStringConvertible {
         case synchronousNow
     }
 
-    /// How a run's action ended.
+    /// How a run's action ended (a failure's error stays with the core).
     enum Outcome {
         case finished
         case cancelled
-        case failed(any Error)
+        case failed
+    }
+
+    /// `TaskPhase` without the error of `failed`, so that the machine and its effects stay
+    /// plain values: copying them never retains, and never calls out of line.
+    @usableFromInline
+    enum Phase: Equatable, Sendable, CustomStringConvertible {
+        case idle, waiting, running, finished, failed
+        case cancelled(CancellationReason)
+
+        /// The public phase; `failure` is the error of a `failed` one.
+        func taskPhase(failure: (any Error)?) -> TaskPhase {
+            switch self {
+            case .idle: return .idle
+            case .waiting: return .waiting
+            case .running: return .running
+            case .finished: return .finished
+            case .failed: return .failed(failure!)  // stored with the phase
+            case .cancelled(let reason): return .cancelled(reason)
+            }
+        }
+
+        @usableFromInline var description: String {
+            switch self {
+            case .idle: return "idle"
+            case .waiting: return "waiting"
+            case .running: return "running"
+            case .finished: return "finished"
+            case .failed: return "failed"
+            case .cancelled(let reason): return "cancelled(\(reason))"
+            }
+        }
     }
 
     // Field order is cache order: `isCurrentRun` (every commit) reads `runGeneration` and
@@ -66,7 +97,7 @@ struct TaskStateMachine: Sendable, CustomStringConvertible {
     /// How many identities the task has had in its slot's lifetime.
     private(set) var generation: UInt64 = 0
     /// The phase of the latest generation.
-    private(set) var phase: TaskPhase = .idle
+    private(set) var phase: Phase = .idle
     /// Cancelled runs (Swift tasks, or a synchronous action cancelled from inside) that have
     /// not ended yet.
     private(set) var endingRuns: Int32 = 0
@@ -100,7 +131,7 @@ struct TaskStateMachine: Sendable, CustomStringConvertible {
     /// A phase to publish for one generation.
     struct PhaseChange {
         let generation: UInt64
-        let phase: TaskPhase
+        let phase: Phase
     }
 
     /// The next step for the pending generation, after an event moved it.
@@ -250,7 +281,7 @@ struct TaskStateMachine: Sendable, CustomStringConvertible {
             showsProgress = false
             effects.dropTask = true
             counters.liveGenerations &-= 1
-            let ended: TaskPhase
+            let ended: Phase
             switch outcome {
             case .finished:
                 counters.finished &+= 1
@@ -258,9 +289,9 @@ struct TaskStateMachine: Sendable, CustomStringConvertible {
             case .cancelled:
                 counters.cancelled &+= 1
                 ended = .cancelled(isShutDown ? .registryShutDown : .actionCancelled)
-            case .failed(let error):
+            case .failed:
                 counters.failed &+= 1
-                ended = .failed(error)
+                ended = .failed
             }
             setPhase(ended, of: generation)
             effects.endedRun = PhaseChange(generation: generation, phase: ended)
@@ -383,7 +414,7 @@ struct TaskStateMachine: Sendable, CustomStringConvertible {
         check(run == .none, "advancePending")
         pending = .startQueued
         // Until the pass, the phase reads `waiting`, unpublished: it lasts less than a turn.
-        if phase.isIdle { phase = .waiting }
+        if phase == .idle { phase = .waiting }
         if !inStartQueue {
             inStartQueue = true
             effects.next = .queueStart
@@ -391,19 +422,25 @@ struct TaskStateMachine: Sendable, CustomStringConvertible {
     }
 
     private mutating func publishWaitingOnce(into effects: inout Effects) {
-        if case .waiting = phase { return }
+        if phase == .waiting { return }
         phase = .waiting
         effects.waiting = PhaseChange(generation: generation, phase: .waiting)
     }
 
     /// A phase change is the task's phase only for the latest generation.
-    private mutating func setPhase(_ newPhase: TaskPhase, of changed: UInt64) {
+    private mutating func setPhase(_ newPhase: Phase, of changed: UInt64) {
         if changed == generation { phase = newPhase }
     }
 
     /// Traps, printing the state, when an event arrives that the rules rule out.
+    @inline(__always)
     private func check(_ condition: Bool, _ event: StaticString) {
-        if !condition { fatalError("BUG DETECTED: event \(event) is impossible in \(self)") }
+        if !condition { impossible(event) }
+    }
+
+    @inline(never)
+    private func impossible(_ event: StaticString) -> Never {
+        fatalError("BUG DETECTED: event \(event) is impossible in \(self)")
     }
 
     // MARK: - Invariants
@@ -428,7 +465,7 @@ struct TaskStateMachine: Sendable, CustomStringConvertible {
     static func testState(
         generation: UInt64, runGeneration: UInt64, pending: Pending, run: Run, endingRuns: Int32 = 0,
         isRemoved: Bool = false, hasStarted: Bool = false, inStartQueue: Bool = false,
-        debounceDeadline: UInt64 = 0, phase: TaskPhase
+        debounceDeadline: UInt64 = 0, phase: Phase
     ) -> Self {
         var state = Self()
         state.generation = generation
