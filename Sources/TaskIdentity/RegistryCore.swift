@@ -25,6 +25,9 @@ final class RegistryCore: @unchecked Sendable {
     /// Throttle state of throttled tasks, off the record (most tasks are not throttled, and a
     /// record's size is the footprint per slot).
     @exclusivity(unchecked) private var throttles: [ObjectIdentifier: ThrottleState] = [:]
+    /// The errors of tasks whose phase is `failed`, off the record (failures are rare, and a
+    /// record's size is the footprint per slot). An entry goes when its task's phase changes.
+    @exclusivity(unchecked) private var failures: [ObjectIdentifier: any Error] = [:]
     /// Removed records whose cancelled runs a re-declared task of the same slot and name waits
     /// for (`awaitPrevious`, `keepRunning`): each one's ends are passed on to its successor.
     @exclusivity(unchecked) private var successors: [ObjectIdentifier: AnyTaskRecord] = [:]
@@ -122,7 +125,7 @@ final class RegistryCore: @unchecked Sendable {
         record.identity = identity
         record.options = options
         record.pendingAction = body
-        if record.failure != nil { record.failure = nil }
+        if record.state.phase == .failed { failures[ObjectIdentifier(record)] = nil }
         let now =
             options.debounceNanoseconds > 0 || options.throttleNanoseconds > 0 ? unretainedLoop.now.nanoseconds : 0
         let effects = record.state.declare(
@@ -329,7 +332,7 @@ final class RegistryCore: @unchecked Sendable {
             generation: generation, outcome: outcome, isShutDown: isShutDown, gate: gate(record, now: now),
             counters: &counters)
         if let ended = effects.endedRun, ended.phase == .failed {
-            if ended.generation == record.state.generation { record.failure = failure }
+            if ended.generation == record.state.generation { failures[ObjectIdentifier(record)] = failure }
             // Published here, with its error; `carryOut` publishes the rest.
             if record.hasObservers { record.publish(generation: ended.generation, phase: .failed(failure!)) }
         }
@@ -340,6 +343,7 @@ final class RegistryCore: @unchecked Sendable {
 
     /// The slot of `record` is gone: cancel its waiting and running generations.
     func remove(_ record: AnyTaskRecord, reason: CancellationReason) {
+        if record.state.phase == .failed { failures[ObjectIdentifier(record)] = nil }
         carryOut(record.state.remove(reason: reason, counters: &counters), on: record)
         if let state = throttles.removeValue(forKey: ObjectIdentifier(record)) {
             state.timer?.close()
@@ -371,6 +375,11 @@ final class RegistryCore: @unchecked Sendable {
 
     // MARK: - Phases
 
+    /// The public phase of `record`.
+    func phase(of record: AnyTaskRecord) -> TaskPhase {
+        record.state.phase.taskPhase(failure: failures[ObjectIdentifier(record)])
+    }
+
     @inline(__always)
     private func publish(_ record: AnyTaskRecord, _ change: TaskStateMachine.PhaseChange) {
         if record.hasObservers {
@@ -399,6 +408,7 @@ final class RegistryCore: @unchecked Sendable {
             state.timer = nil
         }
         throttles = [:]
+        failures = [:]
     }
 
     /// Calls `body` once no action is running (at once if none is), apart from the actions
