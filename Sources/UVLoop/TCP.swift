@@ -503,12 +503,6 @@ final class TCPSocket: @unchecked Sendable {
     }
 }
 
-/// Carries a loop-thread object into a `@Sendable` closure that runs on the loop thread.
-struct UncheckedBox<Value>: @unchecked Sendable {
-    let value: Value
-    init(_ value: Value) { self.value = value }
-}
-
 /// One `uv_write`: the request and a copy of the bytes, both alive until libuv calls back.
 final class TCPWrite {
     let request: UnsafeMutablePointer<uv_write_t>
