@@ -26,18 +26,17 @@ public struct RingBuffer<Element> {
     @inlinable
     public var first: Element? { storedCount == 0 ? nil : slots[head] }
 
-    /// `body` applied to the oldest element where it lies, or nil if there is none. O(1).
-    /// Reading a field this way loads just that field; `first?.field` copies the whole element
-    /// first (the optimizer keeps that copy), retaining and releasing every reference in it.
-    /// `body` may only read through the pointer, and must neither keep it nor change the buffer.
+    /// `body` applied to the oldest element's slot where it lies, borrowed, not copied: `nil`
+    /// when the buffer is empty. O(1).
+    ///
+    /// Reading a field this way, `buffer.withFirst { $0?.deadline }`, loads just that field;
+    /// `first?.deadline` returns a copy of the whole element first (the optimizer keeps that
+    /// copy in the registry's generic deadline queues), retaining and releasing every reference
+    /// in it. `body` must not change the buffer.
     @inlinable
-    public func withFirst<Result>(_ body: (UnsafePointer<Element>) -> Result) -> Result? {
-        guard storedCount > 0 else { return nil }
-        return slots.withUnsafeBufferPointer { buffer in
-            // An `Optional`'s payload lies at its start (Swift's single-payload enum layout),
-            // and this slot holds a value: its address is the element's.
-            body(UnsafeRawPointer(buffer.baseAddress! + head).assumingMemoryBound(to: Element.self))
-        }
+    public func withFirst<Result>(_ body: (borrowing Element?) -> Result) -> Result {
+        guard storedCount > 0 else { return body(nil) }
+        return body(slots[head])
     }
 
     /// Appends at the back. Amortised O(1).
