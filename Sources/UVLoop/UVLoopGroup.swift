@@ -44,7 +44,7 @@ public final class UVLoopGroup: Sendable {
 
     /// The loop for a hash value: the same hash always maps to the same loop.
     public func loop(forHash hash: Int) -> UVLoop {
-        loops[Int(UInt(bitPattern: hash) % UInt(loops.count))]
+        loops[shardIndex(forHash: hash, shardCount: loops.count)]
     }
 
     /// Shuts every loop down and waits for their threads.

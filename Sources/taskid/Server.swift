@@ -29,7 +29,7 @@ final class RegistryServer: @unchecked Sendable {
     func shard(for key: ServerKey) -> ServerShard {
         // One loop: no hashing (each SET would otherwise hash its key twice).
         if shards.count == 1 { return shards[0] }
-        return shards[Int(UInt(bitPattern: key.hashValue) % UInt(shards.count))]
+        return shards[shardIndex(forHash: key.hashValue, shardCount: shards.count)]
     }
 
     /// Binds and starts accepting; returns the bound port.
