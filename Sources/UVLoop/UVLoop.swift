@@ -8,7 +8,7 @@ import Synchronization
 #endif
 
 /// A libuv event loop on a thread of its own: a Swift `SerialExecutor` and `TaskExecutor`, a
-/// clock, timers and (in later layers) I/O.
+/// clock, timers, TCP sockets and signal watchers.
 ///
 /// ```swift
 /// let loop = UVLoop(name: "io")
@@ -76,6 +76,11 @@ public final class UVLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomStr
     /// that keeps re-enqueueing itself cannot starve them.
     static let jobsPerTurn = 16_384
 
+    /// The handles the loop keeps open for itself until the very end of shutdown: the wake-up
+    /// (`uv_async_t`) and the idle handle. While shutting down, a live-handle count at this
+    /// value means every timer, socket and signal watcher has been freed.
+    static let ownHandleCount = 2
+
     /// Creates a loop that is not running yet; call `start()`.
     ///
     /// May be called from any thread.
@@ -129,7 +134,7 @@ public final class UVLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomStr
         wakeup.pointee.data = me
         uv_idle_init(uvLoop, idle)
         idle.pointee.data = me
-        liveHandles.add(2, ordering: .relaxed)
+        liveHandles.add(Self.ownHandleCount, ordering: .relaxed)
 
         let threadArgument = Unmanaged.passRetained(self).toOpaque()
         var thread = pthread_t()
@@ -473,7 +478,7 @@ public final class UVLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomStr
             runLocalWork()
             uv_run(uvLoop, UV_RUN_NOWAIT)
             let quiet = crossThread.withLock { $0.incoming.isEmpty }
-            if quiet && local.isEmpty && liveHandles.load(ordering: .relaxed) == 2 { break }
+            if quiet && local.isEmpty && liveHandles.load(ordering: .relaxed) == Self.ownHandleCount { break }
         }
 
         let waiters = crossThread.withLock { state -> [UnsafeContinuation<Void, Never>] in

@@ -1,3 +1,4 @@
+import CLibUV
 import Synchronization
 
 /// Several `UVLoop`s, each on its own thread, for using more than one core.
@@ -21,7 +22,9 @@ public final class UVLoopGroup: Sendable {
     ///   or `LoopError.libuv(UV_EINVAL)` for a count below 1.
     /// - Note: May be called from any thread.
     public init(loops count: Int, namePrefix: String = "uv-loop") throws(LoopError) {
-        guard count >= 1 else { throw LoopError(.libuv(-22), operation: "UVLoopGroup.init(loops: \(count))") }
+        guard count >= 1 else {
+            throw LoopError(.libuv(UV_EINVAL.rawValue), operation: "UVLoopGroup.init(loops: \(count))")
+        }
         var loops: [UVLoop] = []
         for index in 0..<count {
             let loop = UVLoop(name: "\(namePrefix)-\(index)")

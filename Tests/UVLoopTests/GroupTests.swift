@@ -1,3 +1,4 @@
+import CLibUV
 import Testing
 
 @testable import UVLoop
@@ -18,7 +19,9 @@ struct GroupTests {
         #expect(visited.count == 3)
         try group.syncShutdown()
         #expect(group.loops.allSatisfy { $0.loopCloseResult == 0 && $0.liveHandleCount == 0 })
-        #expect(throws: LoopError.self) { try UVLoopGroup(loops: 0) }
+        #expect(throws: LoopError(.libuv(UV_EINVAL.rawValue), operation: "UVLoopGroup.init(loops: 0)")) {
+            try UVLoopGroup(loops: 0)
+        }
     }
 
     @Test func shardIndexIsInRangeForEveryHashAndTheGroupUsesIt() async throws {
