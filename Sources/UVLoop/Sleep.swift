@@ -32,7 +32,10 @@ final class SleepScheduler: @unchecked Sendable {
     /// - Throws: `LoopError` if the loop cannot make the timer (shut down).
     func schedule(_ request: SleepRequest, on loop: some TaskLoop) throws(LoopError) {
         if timer == nil {
-            timer = try loop.makeTimer { [unowned self] in self.fire(now: loop.now.nanoseconds) }
+            // Both unowned: the loop owns this scheduler, which owns the timer, so the timer
+            // fires only while both live; a strong `loop` here would be a cycle that keeps a
+            // loop dropped without shutdown alive forever.
+            timer = try loop.makeTimer { [unowned self, unowned loop] in self.fire(now: loop.now.nanoseconds) }
         }
         request.sequence = nextSequence
         nextSequence &+= 1

@@ -61,6 +61,12 @@ public final class TestLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomS
         serialExecutor = LoopSerialExecutor(loop: self)
     }
 
+    deinit {
+        // Dropped without `shutdown()` (allowed for a test loop): the timers still open may
+        // outlive it (their owners release them after this), and must not reach back into it.
+        for timer in openTimers.values { timer.takeUnretainedValue().detachFromDeinitialisingLoop() }
+    }
+
     /// `TestLoop(now: …)`.
     public var description: String { "TestLoop(now: \(now))" }
 
@@ -263,18 +269,26 @@ final class TestTimer: LoopTimer, DeadlineHeapNode {
 
     deinit { close() }
 
+    // A closed timer never reaches its loop, which may be gone (see `detachFromDeinitialisingLoop`).
+
     func start(after delay: Duration) throws(LoopError) {
-        try start(at: loop.now.advanced(by: delay))
+        guard !closed else { throw closedError() }
+        loop.arm(self, at: loop.now.advanced(by: delay).nanoseconds)
     }
 
     func start(at deadline: LoopInstant) throws(LoopError) {
-        guard !closed else {
-            throw LoopError(closedByShutdown ? .shutDown : .handleClosed, operation: "TestTimer.start")
-        }
+        guard !closed else { throw closedError() }
         loop.arm(self, at: deadline.nanoseconds)
     }
 
-    func stop() { loop.disarm(self) }
+    func stop() {
+        guard !closed else { return }
+        loop.disarm(self)
+    }
+
+    private func closedError() -> LoopError {
+        LoopError(closedByShutdown ? .shutDown : .handleClosed, operation: "TestTimer.start")
+    }
 
     var isActive: Bool { heapIndex >= 0 }
 
@@ -287,5 +301,11 @@ final class TestTimer: LoopTimer, DeadlineHeapNode {
     func closeForShutdown() {
         closedByShutdown = true
         close()
+    }
+
+    /// Closes the timer without touching its loop, which is being deinitialised.
+    func detachFromDeinitialisingLoop() {
+        closed = true
+        heapIndex = -1
     }
 }
