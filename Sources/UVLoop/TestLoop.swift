@@ -167,7 +167,8 @@ public final class TestLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomS
         return timer
     }
 
-    /// Registers a hook that runs when `shutdown()` begins; see `TaskLoop`.
+    /// Registers a hook that runs when `shutdown()` begins, or at once on the calling thread if
+    /// it has begun; see `TaskLoop.onShutdown(_:)`.
     ///
     /// - Note: May be called from any thread.
     public func onShutdown(_ body: @escaping @Sendable () -> Void) {

@@ -125,6 +125,7 @@ public final class UVLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomStr
             try LoopError.check(uv_loop_init(uvLoop), "uv_loop_init")
         } catch {
             crossThread.withLock { _ in lifecycle.store(.shutDown, ordering: .releasing) }
+            shutdownHooks.runOnce()
             throw error
         }
         let me = Unmanaged.passUnretained(self).toOpaque()
@@ -153,6 +154,7 @@ public final class UVLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomStr
             uv_run(uvLoop, UV_RUN_DEFAULT)
             uv_loop_close(uvLoop)
             crossThread.withLock { _ in lifecycle.store(.shutDown, ordering: .releasing) }
+            shutdownHooks.runOnce()
             throw LoopError(.libuv(-result), operation: "pthread_create")
         }
         pthread_detach(thread)
@@ -169,7 +171,7 @@ public final class UVLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomStr
     /// - Note: Blocks the calling thread. May be called from any thread but the loop's.
     public func syncShutdown() throws(LoopError) {
         if inLoop { throw LoopError(.calledOnLoopThread, operation: "UVLoop.syncShutdown") }
-        if requestShutdown() { stopped.wait() }
+        if requestShutdown() { stopped.wait() } else { shutdownHooks.runOnce() }
     }
 
     /// Shuts the loop down (see `syncShutdown()`) and resumes when its thread has exited,
@@ -185,7 +187,9 @@ public final class UVLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomStr
             }
             if mustWait {
                 if !requestShutdown() {
-                    // Never started: requestShutdown marked it shut down; nobody will resume us.
+                    // Never started: requestShutdown marked it shut down; nobody will resume us,
+                    // and no loop thread will run the hooks.
+                    shutdownHooks.runOnce()
                     let waiters = crossThread.withLock { state in
                         defer { state.shutdownWaiters = [] }
                         return state.shutdownWaiters
@@ -296,7 +300,8 @@ public final class UVLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomStr
         return try UVTimer(loop: self, onFire: onFire)
     }
 
-    /// Registers a hook that runs on the loop thread when shutdown begins; see `TaskLoop`.
+    /// Registers a hook that runs on the loop thread when shutdown begins, or at once on the
+    /// calling thread if it has begun; see `TaskLoop.onShutdown(_:)`.
     ///
     /// - Note: May be called from any thread.
     public func onShutdown(_ body: @escaping @Sendable () -> Void) {
