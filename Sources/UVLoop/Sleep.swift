@@ -21,7 +21,9 @@ final class SleepRequest: DeadlineHeapNode, @unchecked Sendable {
 final class SleepScheduler: @unchecked Sendable {
     @exclusivity(unchecked) private var heap = DeadlineHeap<SleepRequest>()
     @exclusivity(unchecked) private var timer: (any LoopTimer)?
-    @exclusivity(unchecked) private var armedDeadline = UInt64.max
+    /// The deadline the timer is armed for; nil when it is not armed. (Not `UInt64.max` as a
+    /// sentinel: that is a real deadline, where saturated ones land.)
+    @exclusivity(unchecked) private var armedDeadline: UInt64?
     @exclusivity(unchecked) private var nextSequence: UInt64 = 0
     @exclusivity(unchecked) private var due: [SleepRequest] = []
 
@@ -40,18 +42,18 @@ final class SleepScheduler: @unchecked Sendable {
         request.sequence = nextSequence
         nextSequence &+= 1
         heap.insert(request)
-        if request.deadline < armedDeadline { arm(request.deadline) }
+        if armedDeadline.map({ request.deadline < $0 }) ?? true { arm(request.deadline) }
     }
 
     /// Resumes `request` with `error` (normally for `nil`) if it is still waiting.
     func finish(_ request: SleepRequest, throwing error: (any Error)?) {
         if request.heapIndex >= 0 {
             heap.remove(request)
-            if heap.count == 0 && armedDeadline != .max {
+            if heap.count == 0 && armedDeadline != nil {
                 // Nothing left to wake: disarm. (A later deadline left armed would only cost a
                 // spurious firing, so a non-empty heap keeps the timer as it is.)
                 timer?.stop()
-                armedDeadline = .max
+                armedDeadline = nil
             }
         }
         guard let continuation = request.continuation else { return }
@@ -65,7 +67,7 @@ final class SleepScheduler: @unchecked Sendable {
     }
 
     private func fire(now: UInt64) {
-        armedDeadline = .max
+        armedDeadline = nil
         // Collect first, resume after: resuming only enqueues jobs, but keep the heap settled.
         while let first = heap.first, first.deadline <= now {
             heap.removeFirst()
@@ -81,7 +83,7 @@ final class SleepScheduler: @unchecked Sendable {
         for request in heap.nodes { finish(request, throwing: CancellationError()) }
         timer?.close()
         timer = nil
-        armedDeadline = .max
+        armedDeadline = nil
     }
 }
 
