@@ -7,7 +7,8 @@ struct PriorityWorkQueue {
     /// One band: FIFO.
     typealias WorkRing = RingBuffer<LoopWork>
 
-    private var bands = (WorkRing(), WorkRing(), WorkRing(), WorkRing())
+    // Internal, not private: `checkInvariants()` lives in its own file.
+    var bands = (WorkRing(), WorkRing(), WorkRing(), WorkRing())
     private(set) var count = 0
 
     var isEmpty: Bool { count == 0 }
@@ -30,12 +31,14 @@ struct PriorityWorkQueue {
         default: bands.3.append(work)
         }
         count &+= 1
+        checkInvariants()
     }
 
     @inline(__always)
     mutating func popFirst() -> LoopWork? {
         guard count > 0 else { return nil }
         count &-= 1
+        defer { checkInvariants() }
         if !bands.0.isEmpty { return bands.0.popFirst() }
         if !bands.1.isEmpty { return bands.1.popFirst() }
         if !bands.2.isEmpty { return bands.2.popFirst() }

@@ -45,6 +45,7 @@ public struct RingBuffer<Element> {
         if storedCount == slots.count { grow() }
         slots[(head &+ storedCount) & (slots.count &- 1)] = element
         storedCount &+= 1
+        checkInvariants()
     }
 
     /// Removes and returns the oldest element. O(1).
@@ -54,6 +55,7 @@ public struct RingBuffer<Element> {
         let element = slots[head].take()
         head = (head &+ 1) & (slots.count &- 1)
         storedCount &-= 1
+        checkInvariants()
         return element
     }
 
@@ -67,5 +69,6 @@ public struct RingBuffer<Element> {
         }
         slots = newSlots
         head = 0
+        checkInvariants()
     }
 }
