@@ -1,4 +1,6 @@
 /// One `sleep(until:)` in progress. Loop thread only.
+///
+/// Unchecked `Sendable`: touched only on the loop thread; carried to it in `UncheckedBox`.
 final class SleepRequest: DeadlineHeapNode, @unchecked Sendable {
     let deadline: UInt64
     var sequence: UInt64 = 0
@@ -18,7 +20,10 @@ final class SleepRequest: DeadlineHeapNode, @unchecked Sendable {
 /// a libuv timer, with its guarantees: never early, millisecond resolution.
 ///
 /// Loop thread only.
+///
+/// Unchecked `Sendable`: loop-thread only; the loops that own it are Sendable.
 final class SleepScheduler: @unchecked Sendable {
+    // @exclusivity(unchecked), these five: loop-thread only and never accessed overlapping; no dynamic check per sleep.
     @exclusivity(unchecked) private var heap = DeadlineHeap<SleepRequest>()
     @exclusivity(unchecked) private var timer: (any LoopTimer)?
     /// The deadline the timer is armed for; nil when it is not armed. (Not `UInt64.max` as a

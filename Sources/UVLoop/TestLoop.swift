@@ -30,6 +30,8 @@ import Synchronization
 /// closures may be enqueued from any thread; they run at the next `run`/`advance`. (An async
 /// test function may resume on another thread after an `await`: create the loop after the
 /// last `await`, or drive it from a synchronous helper.)
+///
+/// Unchecked `Sendable`: the queue is behind a lock, the clock atomic, the rest creating-thread only.
 public final class TestLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomStringConvertible {
     private struct Queue {
         var work = PriorityWorkQueue()
@@ -48,6 +50,7 @@ public final class TestLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomS
     // Loop-thread state.
     private var timers = DeadlineHeap<TestTimer>()
     private var nextStartSequence: UInt64 = 0
+    // Unretained: a timer leaves this table when it closes, at the latest in its deinit.
     private var openTimers: [ObjectIdentifier: Unmanaged<TestTimer>] = [:]
     private var acceptsNewWork = true
     let sleepers = SleepScheduler()

@@ -33,6 +33,8 @@ import Synchronization
 /// run on the enqueuing thread, one at a time, so no task is left hanging.
 ///
 /// Thread safety: the class is `Sendable`; each member says which thread may call it.
+///
+/// Unchecked `Sendable`: shared state is behind `crossThread`'s lock or atomic; the rest is loop-thread only.
 public final class UVLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomStringConvertible {
     /// The loop's name, used in messages.
     public let name: String
@@ -58,9 +60,11 @@ public final class UVLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomStr
     private var serialExecutor: LoopSerialExecutor<UVLoop>!
 
     // Loop-thread state. The starting thread initialises it before the loop thread exists.
+    // libuv structures at stable addresses, freed in deinit after uv_loop_close.
     let uvLoop: UnsafeMutablePointer<uv_loop_t>
     private let wakeup: UnsafeMutablePointer<uv_async_t>
     private let idle: UnsafeMutablePointer<uv_idle_t>
+    // @exclusivity(unchecked), these six: loop-thread only, never accessed overlapping; no dynamic check per job.
     @exclusivity(unchecked) private var local = PriorityWorkQueue()
     @exclusivity(unchecked) private var idleRunning = false
     @exclusivity(unchecked) private var runningLocalWork = false
@@ -128,6 +132,7 @@ public final class UVLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomStr
             shutdownHooks.runOnce()
             throw error
         }
+        // Unretained: the loop thread holds the loop (passRetained below) until after uv_loop_close.
         let me = Unmanaged.passUnretained(self).toOpaque()
         uvLoop.pointee.data = me
         // Neither call can fail on Linux once the loop is initialised (they only allocate an
@@ -138,6 +143,7 @@ public final class UVLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomStr
         idle.pointee.data = me
         liveHandles.add(Self.ownHandleCount, ordering: .relaxed)
 
+        // Retained for the loop thread: taken back there, or released below if the thread never starts.
         let threadArgument = Unmanaged.passRetained(self).toOpaque()
         var thread = pthread_t()
         let result = pthread_create(
@@ -475,6 +481,7 @@ public final class UVLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomStr
         if handle == clibuv_async_as_handle(wakeup) || handle == clibuv_idle_as_handle(idle) { return }
         guard let owner = handle.pointee.data else { return }
         switch handle.pointee.type {
+        // Each handle's data is its open owner (cleared when the owner closes it), of the handle's type.
         case UV_TIMER: Unmanaged<UVTimer>.fromOpaque(owner).takeUnretainedValue().closeForShutdown()
         case UV_TCP: Unmanaged<TCPSocket>.fromOpaque(owner).takeUnretainedValue().closeForShutdown()
         case UV_SIGNAL: Unmanaged<SignalWatcher>.fromOpaque(owner).takeUnretainedValue().close()
@@ -543,21 +550,25 @@ public final class UVLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomStr
 }
 
 private let uvLoopWakeupCallback: uv_async_cb = { handle in
+    // The wake-up handle's data is its UVLoop, alive while the loop thread runs.
     let loop = Unmanaged<UVLoop>.fromOpaque(handle!.pointee.data).takeUnretainedValue()
     loop.drainCrossThreadQueue()
     loop.runLocalWork()
 }
 
 private let uvLoopIdleCallback: uv_idle_cb = { handle in
+    // The idle handle's data is its UVLoop, alive while the loop thread runs.
     Unmanaged<UVLoop>.fromOpaque(handle!.pointee.data).takeUnretainedValue().idleTurn()
 }
 
 private let uvLoopCloseForShutdown: uv_walk_cb = { handle, _ in
+    // The uv_loop_t's data is its UVLoop, alive while the loop thread runs.
     let loop = Unmanaged<UVLoop>.fromOpaque(handle!.pointee.loop.pointee.data).takeUnretainedValue()
     loop.closeForShutdown(handle!)
 }
 
 private let uvLoopHandleClosed: uv_close_cb = { handle in
+    // The uv_loop_t's data is its UVLoop, alive while the loop thread runs.
     let loop = Unmanaged<UVLoop>.fromOpaque(handle!.pointee.loop.pointee.data).takeUnretainedValue()
     loop.handleFreed()
 }

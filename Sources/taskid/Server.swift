@@ -6,6 +6,8 @@ import UVLoop
 ///
 /// Connections live on the first loop; keys are hashed over the shards (one per loop).
 /// Threading: `start` and `stop` may be called from any task; everything else runs on loops.
+///
+/// Unchecked `Sendable`: its mutable state is touched only on the front loop (tasks preferring it).
 final class RegistryServer: @unchecked Sendable {
     let configuration: ServerConfiguration
     let group: UVLoopGroup

@@ -9,6 +9,8 @@ struct ServerResult: Sendable {
 
 /// One registry shard. Loop-confined to the shard's loop. Each key's result is stored in the
 /// registry with its task (`commit(result:)`), so a run's end needs no lookup by key.
+///
+/// Unchecked `Sendable`: `work` is set once in init; the registry it drives is confined to `loop`.
 final class ServerShard: @unchecked Sendable {
     let loop: UVLoop
     let registry: TaskRegistry<ServerKey>
