@@ -156,6 +156,7 @@ func socketAddress(host: String, port: Int) throws(LoopError) -> sockaddr_storag
 }
 
 func withSockaddr<Result>(
+    // `body` gets a pointer scoped to the call, never kept.
     _ storage: inout sockaddr_storage, _ body: (UnsafePointer<sockaddr>) throws(LoopError) -> Result
 ) throws(LoopError) -> Result {
     // sockaddr_storage viewed as the sockaddr the C API takes; scoped to the call.
@@ -314,6 +315,7 @@ final class TCPSocket: @unchecked Sendable {
         }
     }
 
+    // libuv's request, handed back in its callback and freed here.
     fileprivate func connected(status: Int32, request: UnsafeMutablePointer<uv_connect_t>) {
         request.deallocate()
         connectRequest = nil
@@ -535,7 +537,7 @@ final class TCPWrite {
         request = .allocate(capacity: 1)
         bytes = .allocate(byteCount: max(source.count, 1), alignment: 1)
         source.withUnsafeBytes { bytes.copyMemory(from: $0) }
-        // Unretained: the pending connect is answered (ECANCELED at worst) before the socket goes.
+        // Unretained: the socket keeps this write in `writes` until libuv's write callback.
         request.pointee.data = Unmanaged.passUnretained(self).toOpaque()
     }
 
@@ -545,6 +547,7 @@ final class TCPWrite {
     }
 }
 
+// A stream pointer libuv hands to a callback, valid for the call.
 private func socket(of handle: UnsafeMutablePointer<uv_stream_t>?) -> TCPSocket? {
     guard let data = handle?.pointee.data else { return nil }
     // `data` is set only while the socket is open (close() clears it).

@@ -166,6 +166,7 @@ public final class TestLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomS
         guard inLoop else { throw LoopError(.calledOffLoopThread, operation: "TestLoop.makeTimer") }
         guard acceptsNewWork else { throw LoopError(.shutDown, operation: "TestLoop.makeTimer") }
         let timer = TestTimer(loop: self, onFire: onFire)
+        // Unretained: see `openTimers`.
         openTimers[ObjectIdentifier(timer)] = Unmanaged.passUnretained(timer)
         return timer
     }

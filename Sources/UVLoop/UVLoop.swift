@@ -149,11 +149,13 @@ public final class UVLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomStr
         let result = pthread_create(
             &thread, nil,
             { argument in
+                // Takes back the reference start() passed: the thread owns the loop until it exits.
                 let loop = Unmanaged<UVLoop>.fromOpaque(argument!).takeRetainedValue()
                 loop.runLoopThread()
                 return nil
             }, threadArgument)
         if result != 0 {
+            // Balances the passRetained above: the thread that would have taken it never started.
             Unmanaged<UVLoop>.fromOpaque(threadArgument).release()
             uv_close(clibuv_async_as_handle(wakeup), nil)
             uv_close(clibuv_idle_as_handle(idle), nil)
@@ -476,6 +478,7 @@ public final class UVLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomStr
     }
 
     /// Called by `uv_walk` for each handle at shutdown.
+    // A pointer libuv hands to uv_walk, valid for the call.
     fileprivate func closeForShutdown(_ handle: UnsafeMutablePointer<uv_handle_t>) {
         if uv_is_closing(handle) != 0 { return }
         if handle == clibuv_async_as_handle(wakeup) || handle == clibuv_idle_as_handle(idle) { return }
