@@ -2,7 +2,7 @@
 import PackageDescription
 
 // Benchmark tooling, kept out of the library's dependency graph: the `taskid-bench` driver
-// (the workloads of BENCHMARKS.md) and the package-benchmark suite of micro-operations.
+// (the workloads of README.md's "Benchmarks" section) and the package-benchmark suite of micro-operations.
 let package = Package(
     name: "TaskIdentityBenchmarks",
     platforms: [.macOS(.v15)],

@@ -51,10 +51,10 @@ final class DeadlineQueue<Entry: DeadlineEntry> {
         // A handler may push: a new entry is due `delayNanoseconds` after `now`, so this loop
         // never reaches it. A handler may close the queue: the loop then finds it empty.
         // Deadlines are read in place: `entries.first?.deadline` would copy each entry.
-        while let deadline = entries.withFirst({ $0.pointee.deadline }), deadline <= now {
+        while let deadline = entries.withFirst({ $0?.deadline }), deadline <= now {
             onDue(entries.popFirst()!)
         }
-        if let deadline = entries.withFirst({ $0.pointee.deadline }), let timer {
+        if let deadline = entries.withFirst({ $0?.deadline }), let timer {
             try? timer.start(at: LoopInstant(nanoseconds: deadline))
         } else {
             armed = false

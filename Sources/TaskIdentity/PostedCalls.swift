@@ -1,22 +1,18 @@
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Musl)
-    import Musl
-#endif
+import UVLoop
 
 /// The queue of calls made on a registry from threads other than its loop's.
 ///
-/// Its own small pthread-mutex type rather than the loop module's: the posting path is
+/// Guarded by the loop module's `PThreadMutex` (package access, `@usableFromInline`): the posting path is
 /// `@inlinable` (specialized for the caller's key type, on the producers' threads and on the
-/// loop), and inlinable code may only use public declarations. A pthread mutex rather than
-/// `Synchronization.Mutex`, which ThreadSanitizer misreports on this toolchain.
+/// loop), and inlinable code may only use public or `@usableFromInline` declarations.
 ///
 /// Bounded: a caller that finds `capacity` calls already waiting blocks until the loop has
 /// taken them, so a producer faster than the loop cannot grow memory without limit.
 @usableFromInline
-final class PostedCalls<Operation>: @unchecked Sendable {
-    @usableFromInline let mutex: UnsafeMutablePointer<pthread_mutex_t>
-    @usableFromInline let drained: UnsafeMutablePointer<pthread_cond_t>
+final class PostedCalls<Operation>: @unchecked Sendable {  // unchecked: its vars are only reached under `mutex`
+    @usableFromInline let mutex = PThreadMutex()
+    /// Broadcast when the loop takes the queue, for producers blocked on a full one.
+    @usableFromInline let drained = PThreadCondition()
     @usableFromInline let capacity: Int
     /// Guarded by `mutex`. Optional so the loop can move each one out without copying.
     @usableFromInline var operations: [Operation?] = []
@@ -28,29 +24,16 @@ final class PostedCalls<Operation>: @unchecked Sendable {
     @usableFromInline
     init(capacity: Int = 65_536) {
         self.capacity = capacity
-        mutex = .allocate(capacity: 1)
-        mutex.initialize(to: pthread_mutex_t())
-        pthread_mutex_init(mutex, nil)
-        drained = .allocate(capacity: 1)
-        drained.initialize(to: pthread_cond_t())
-        pthread_cond_init(drained, nil)
-    }
-
-    deinit {
-        pthread_cond_destroy(drained)
-        drained.deallocate()
-        pthread_mutex_destroy(mutex)
-        mutex.deallocate()
     }
 
     /// Appends `operation`; returns whether the caller must schedule a drain.
     /// - Throws: `RegistryError.shutDown` once closed.
     @inlinable
     func append(_ operation: Operation) throws(RegistryError) -> Bool {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
+        mutex.lock()
+        defer { mutex.unlock() }
         while operations.count >= capacity && !closed && drainScheduled {
-            pthread_cond_wait(drained, mutex)
+            drained.wait(on: mutex)
         }
         guard !closed else { throw RegistryError.shutDown }
         operations.append(operation)
@@ -62,27 +45,27 @@ final class PostedCalls<Operation>: @unchecked Sendable {
     /// Moves every queued operation into `buffer` (which must be empty), keeping capacities.
     @inlinable
     func take(into buffer: inout [Operation?]) {
-        pthread_mutex_lock(mutex)
+        mutex.lock()
         let wasFull = operations.count >= capacity
         swap(&operations, &buffer)
         drainScheduled = false
-        pthread_mutex_unlock(mutex)
-        if wasFull { pthread_cond_broadcast(drained) }
+        mutex.unlock()
+        if wasFull { drained.broadcast() }
     }
 
     /// Refuses further calls; with `dropping`, also takes the queued ones out and returns them,
     /// so that the caller can answer the ones that someone waits for.
     @usableFromInline
     func close(dropping: Bool) -> [Operation] {
-        pthread_mutex_lock(mutex)
+        mutex.lock()
         closed = true
         var dropped: [Operation] = []
         if dropping {
             dropped = operations.compactMap { $0 }
             operations = []
         }
-        pthread_mutex_unlock(mutex)
-        pthread_cond_broadcast(drained)
+        mutex.unlock()
+        drained.broadcast()
         return dropped
     }
 }

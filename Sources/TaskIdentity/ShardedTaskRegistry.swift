@@ -23,7 +23,7 @@ public final class ShardedTaskRegistry<Key: Hashable & Sendable>: Sendable {
     public func shard(for key: Key) -> TaskRegistry<Key> {
         let count = shards.count
         if count == 1 { return shards[0] }
-        return shards[Int(UInt(bitPattern: key.hashValue) % UInt(count))]
+        return shards[shardIndex(forHash: key.hashValue, shardCount: count)]
     }
 
     /// Declares a task on the key's shard; see `TaskRegistry.task(_:name:id:priority:debounce:throttle:policy:progressDelay:executor:action:)`.

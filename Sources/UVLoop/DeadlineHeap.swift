@@ -10,13 +10,14 @@ protocol DeadlineHeapNode: AnyObject {
 /// A binary min-heap of nodes by (deadline, sequence): insert, remove and pop in O(log n),
 /// allocation-free once grown. Used for the test loop's virtual timers and the loop's sleeps.
 struct DeadlineHeap<Node: DeadlineHeapNode> {
-    private var storage: [Node] = []
+    // Internal, not private: `checkInvariants()` lives in its own file.
+    var storage: [Node] = []
 
     var count: Int { storage.count }
     var first: Node? { storage.first }
     var nodes: [Node] { storage }
 
-    private static func precedes(_ a: Node, _ b: Node) -> Bool {
+    static func precedes(_ a: Node, _ b: Node) -> Bool {
         a.deadline != b.deadline ? a.deadline < b.deadline : a.sequence < b.sequence
     }
 
@@ -24,6 +25,7 @@ struct DeadlineHeap<Node: DeadlineHeapNode> {
         storage.append(node)
         node.heapIndex = storage.count - 1
         siftUp(storage.count - 1)
+        checkInvariants()
     }
 
     mutating func removeFirst() {
@@ -44,6 +46,7 @@ struct DeadlineHeap<Node: DeadlineHeapNode> {
             siftDown(index)
             siftUp(index)
         }
+        checkInvariants()
     }
 
     private mutating func siftUp(_ start: Int) {

@@ -12,12 +12,11 @@ public struct LoopInstant: InstantProtocol, Hashable, Sendable, CustomStringConv
     public init(nanoseconds: UInt64) { self.nanoseconds = nanoseconds }
 
     /// The instant `duration` later (or earlier, for a negative duration), clamped to the
-    /// representable range instead of overflowing.
+    /// representable range instead of overflowing (see `saturatingAdd(_:_:)`).
     public func advanced(by duration: Duration) -> LoopInstant {
         let delta = duration.clampedNanoseconds
         if delta >= 0 {
-            let (sum, overflow) = nanoseconds.addingReportingOverflow(UInt64(delta))
-            return LoopInstant(nanoseconds: overflow ? .max : sum)
+            return LoopInstant(nanoseconds: saturatingAdd(nanoseconds, UInt64(delta)))
         }
         let magnitude = delta.magnitude
         return LoopInstant(nanoseconds: nanoseconds > magnitude ? nanoseconds - magnitude : 0)

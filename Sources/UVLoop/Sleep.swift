@@ -1,4 +1,6 @@
 /// One `sleep(until:)` in progress. Loop thread only.
+///
+/// Unchecked `Sendable`: touched only on the loop thread; carried to it in `UncheckedBox`.
 final class SleepRequest: DeadlineHeapNode, @unchecked Sendable {
     let deadline: UInt64
     var sequence: UInt64 = 0
@@ -18,10 +20,15 @@ final class SleepRequest: DeadlineHeapNode, @unchecked Sendable {
 /// a libuv timer, with its guarantees: never early, millisecond resolution.
 ///
 /// Loop thread only.
+///
+/// Unchecked `Sendable`: loop-thread only; the loops that own it are Sendable.
 final class SleepScheduler: @unchecked Sendable {
+    // @exclusivity(unchecked), these five: loop-thread only and never accessed overlapping; no dynamic check per sleep.
     @exclusivity(unchecked) private var heap = DeadlineHeap<SleepRequest>()
     @exclusivity(unchecked) private var timer: (any LoopTimer)?
-    @exclusivity(unchecked) private var armedDeadline = UInt64.max
+    /// The deadline the timer is armed for; nil when it is not armed. (Not `UInt64.max` as a
+    /// sentinel: that is a real deadline, where saturated ones land.)
+    @exclusivity(unchecked) private var armedDeadline: UInt64?
     @exclusivity(unchecked) private var nextSequence: UInt64 = 0
     @exclusivity(unchecked) private var due: [SleepRequest] = []
 
@@ -32,23 +39,26 @@ final class SleepScheduler: @unchecked Sendable {
     /// - Throws: `LoopError` if the loop cannot make the timer (shut down).
     func schedule(_ request: SleepRequest, on loop: some TaskLoop) throws(LoopError) {
         if timer == nil {
-            timer = try loop.makeTimer { [unowned self] in self.fire(now: loop.now.nanoseconds) }
+            // Both unowned: the loop owns this scheduler, which owns the timer, so the timer
+            // fires only while both live; a strong `loop` here would be a cycle that keeps a
+            // loop dropped without shutdown alive forever.
+            timer = try loop.makeTimer { [unowned self, unowned loop] in self.fire(now: loop.now.nanoseconds) }
         }
         request.sequence = nextSequence
         nextSequence &+= 1
         heap.insert(request)
-        if request.deadline < armedDeadline { arm(request.deadline) }
+        if armedDeadline.map({ request.deadline < $0 }) ?? true { arm(request.deadline) }
     }
 
     /// Resumes `request` with `error` (normally for `nil`) if it is still waiting.
     func finish(_ request: SleepRequest, throwing error: (any Error)?) {
         if request.heapIndex >= 0 {
             heap.remove(request)
-            if heap.count == 0 && armedDeadline != .max {
+            if heap.count == 0 && armedDeadline != nil {
                 // Nothing left to wake: disarm. (A later deadline left armed would only cost a
                 // spurious firing, so a non-empty heap keeps the timer as it is.)
                 timer?.stop()
-                armedDeadline = .max
+                armedDeadline = nil
             }
         }
         guard let continuation = request.continuation else { return }
@@ -62,7 +72,7 @@ final class SleepScheduler: @unchecked Sendable {
     }
 
     private func fire(now: UInt64) {
-        armedDeadline = .max
+        armedDeadline = nil
         // Collect first, resume after: resuming only enqueues jobs, but keep the heap settled.
         while let first = heap.first, first.deadline <= now {
             heap.removeFirst()
@@ -78,7 +88,7 @@ final class SleepScheduler: @unchecked Sendable {
         for request in heap.nodes { finish(request, throwing: CancellationError()) }
         timer?.close()
         timer = nil
-        armedDeadline = .max
+        armedDeadline = nil
     }
 }
 

@@ -10,6 +10,8 @@ import CLibUV
 ///
 /// Loop thread only: use it from a task that prefers the loop (or an actor pinned to it).
 /// Cancelling a task waiting in `accept()` closes the listener.
+///
+/// Unchecked `Sendable`: loop-thread only (checked per call); Sendable so loop tasks can hold it across awaits.
 public final class TCPListener: @unchecked Sendable {
     let socket: TCPSocket
 
@@ -38,6 +40,8 @@ public final class TCPListener: @unchecked Sendable {
 ///
 /// Loop thread only. Cancelling a task waiting in `read()` or `write(_:)` closes the
 /// connection: cancellation stops the I/O, it does not just ignore its result.
+///
+/// Unchecked `Sendable`: loop-thread only (checked per call); Sendable so loop tasks can hold it across awaits.
 public final class TCPConnection: @unchecked Sendable {
     let socket: TCPSocket
 
@@ -136,6 +140,7 @@ func socketAddress(host: String, port: Int) throws(LoopError) -> sockaddr_storag
     guard (0...65_535).contains(port) else { throw LoopError(.libuv(-EINVAL), operation: "port \(port)") }
     var storage = sockaddr_storage()
     let literal = host == "localhost" ? "127.0.0.1" : host
+    // sockaddr_storage is large and aligned enough for sockaddr_in/_in6, as the C API assumes.
     let result: Int32 = withUnsafeMutablePointer(to: &storage) { pointer in
         if literal.contains(":") {
             return pointer.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) {
@@ -151,8 +156,10 @@ func socketAddress(host: String, port: Int) throws(LoopError) -> sockaddr_storag
 }
 
 func withSockaddr<Result>(
+    // `body` gets a pointer scoped to the call, never kept.
     _ storage: inout sockaddr_storage, _ body: (UnsafePointer<sockaddr>) throws(LoopError) -> Result
 ) throws(LoopError) -> Result {
+    // sockaddr_storage viewed as the sockaddr the C API takes; scoped to the call.
     try withUnsafeMutablePointer(to: &storage) { (pointer) throws(LoopError) -> Result in
         try pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { (address) throws(LoopError) -> Result in
             try body(address)
@@ -163,8 +170,11 @@ func withSockaddr<Result>(
 /// The engine behind `TCPListener` and `TCPConnection`: one `uv_tcp_t`, its pending accept,
 /// connect, read and writes, and their cancellation. `handle.data` points here (unretained);
 /// the handle is freed in its close callback. Loop thread only.
+///
+/// Unchecked `Sendable`: loop-thread only; off-loop cancellation hops to the loop before touching it.
 final class TCPSocket: @unchecked Sendable {
     unowned let loop: UVLoop
+    // libuv needs the handle at a stable address until its close callback frees it.
     let handle: UnsafeMutablePointer<uv_tcp_t>
     private(set) var isOpen = true
     private var closeReason: (any Error)?
@@ -179,6 +189,7 @@ final class TCPSocket: @unchecked Sendable {
     private var pendingRead: Int?
     /// The end of the stream (`UV_EOF`) or a read error, once seen.
     private var endOfStream: Int?
+    // libuv owns the request until its callback; freed there.
     private var connectRequest: UnsafeMutablePointer<uv_connect_t>?
     private var connectWaiter: UnsafeContinuation<Void, any Error>?
     private var writes: [ObjectIdentifier: TCPWrite] = [:]
@@ -195,6 +206,7 @@ final class TCPSocket: @unchecked Sendable {
             handle.deallocate()
             throw LoopError(.libuv(result), operation: "uv_tcp_init")
         }
+        // Unretained: close() clears `data` before the socket can go away; callbacks check it.
         handle.pointee.data = Unmanaged.passUnretained(self).toOpaque()
         loop.handleOpened()
         uv_tcp_nodelay(handle, 1)
@@ -205,16 +217,19 @@ final class TCPSocket: @unchecked Sendable {
         readBuffer?.deallocate()
     }
 
+    // uv_tcp_t begins with uv_stream_t (libuv's layout); the C shim does the cast.
     var stream: UnsafeMutablePointer<uv_stream_t> { clibuv_tcp_as_stream(handle) }
 
     var localPort: Int {
         var storage = sockaddr_storage()
         var length = Int32(MemoryLayout<sockaddr_storage>.size)
+        // sockaddr_storage viewed as the sockaddr the C API takes; scoped to the call.
         let result = withUnsafeMutablePointer(to: &storage) { pointer in
             pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { uv_tcp_getsockname(handle, $0, &length) }
         }
         guard result == 0 else { return 0 }
         let family = storage.ss_family
+        // Read back as the family the kernel wrote (checked just above).
         return withUnsafePointer(to: &storage) { pointer in
             if family == sa_family_t(AF_INET6) {
                 return pointer.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) {
@@ -279,8 +294,11 @@ final class TCPSocket: @unchecked Sendable {
         var storage = address
         try await withCancellation { (continuation: UnsafeContinuation<Void, any Error>) in
             // Allocated here, where it is certain to be handed to libuv (or freed at once).
+            // Freed in the connect callback, or below if libuv refuses it.
             let request = UnsafeMutablePointer<uv_connect_t>.allocate(capacity: 1)
+            // Unretained: the pending connect is answered (ECANCELED at worst) before the socket goes.
             request.pointee.data = Unmanaged.passUnretained(self).toOpaque()
+            // sockaddr_storage viewed as the sockaddr the C API takes; scoped to the call.
             let result = withUnsafeMutablePointer(to: &storage) { pointer in
                 pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
                     uv_tcp_connect(request, self.handle, $0, tcpConnectCallback)
@@ -297,6 +315,7 @@ final class TCPSocket: @unchecked Sendable {
         }
     }
 
+    // libuv's request, handed back in its callback and freed here.
     fileprivate func connected(status: Int32, request: UnsafeMutablePointer<uv_connect_t>) {
         request.deallocate()
         connectRequest = nil
@@ -415,6 +434,7 @@ final class TCPSocket: @unchecked Sendable {
         if bytes.isEmpty { return 0 }
         let result = bytes.withUnsafeBytes { raw in
             var buffer = uv_buf_init(
+                // uv_buf_t is not const, but uv_try_write only reads it; the bytes outlive the call.
                 UnsafeMutablePointer(mutating: raw.baseAddress?.assumingMemoryBound(to: CChar.self)),
                 UInt32(raw.count))
             return uv_try_write(stream, &buffer, 1)
@@ -503,14 +523,9 @@ final class TCPSocket: @unchecked Sendable {
     }
 }
 
-/// Carries a loop-thread object into a `@Sendable` closure that runs on the loop thread.
-struct UncheckedBox<Value>: @unchecked Sendable {
-    let value: Value
-    init(_ value: Value) { self.value = value }
-}
-
 /// One `uv_write`: the request and a copy of the bytes, both alive until libuv calls back.
 final class TCPWrite {
+    // The request and byte copy live until libuv's write callback; `release()` frees both there.
     let request: UnsafeMutablePointer<uv_write_t>
     let bytes: UnsafeMutableRawBufferPointer
     let waiter: UnsafeContinuation<Void, any Error>?
@@ -522,6 +537,7 @@ final class TCPWrite {
         request = .allocate(capacity: 1)
         bytes = .allocate(byteCount: max(source.count, 1), alignment: 1)
         source.withUnsafeBytes { bytes.copyMemory(from: $0) }
+        // Unretained: the socket keeps this write in `writes` until libuv's write callback.
         request.pointee.data = Unmanaged.passUnretained(self).toOpaque()
     }
 
@@ -531,8 +547,10 @@ final class TCPWrite {
     }
 }
 
+// A stream pointer libuv hands to a callback, valid for the call.
 private func socket(of handle: UnsafeMutablePointer<uv_stream_t>?) -> TCPSocket? {
     guard let data = handle?.pointee.data else { return nil }
+    // `data` is set only while the socket is open (close() clears it).
     return Unmanaged<TCPSocket>.fromOpaque(data).takeUnretainedValue()
 }
 
@@ -541,11 +559,13 @@ private let tcpConnectionCallback: uv_connection_cb = { server, status in
 }
 
 private let tcpConnectCallback: uv_connect_cb = { request, status in
+    // The request's socket keeps it in `connectRequest` until this callback.
     let owner = Unmanaged<TCPSocket>.fromOpaque(request!.pointee.data).takeUnretainedValue()
     owner.connected(status: status, request: request!)
 }
 
 private let tcpAllocCallback: uv_alloc_cb = { handle, _, buffer in
+    // libuv allocates only for a reading socket, which is open, so `data` is set.
     let owner = Unmanaged<TCPSocket>.fromOpaque(handle!.pointee.data).takeUnretainedValue()
     if let memory = owner.allocate() {
         buffer!.pointee = uv_buf_init(memory.assumingMemoryBound(to: CChar.self), UInt32(TCPSocket.readBufferSize))
@@ -559,11 +579,13 @@ private let tcpReadCallback: uv_read_cb = { stream, count, _ in
 }
 
 private let tcpWriteCallback: uv_write_cb = { request, status in
+    // The socket keeps the write in `writes` until this callback.
     let write = Unmanaged<TCPWrite>.fromOpaque(request!.pointee.data).takeUnretainedValue()
     write.socket.written(write, status: status)
 }
 
 private let tcpClosedCallback: uv_close_cb = { handle in
+    // The uv_loop_t's data is its UVLoop, which outlives every handle on it.
     let loop = Unmanaged<UVLoop>.fromOpaque(handle!.pointee.loop.pointee.data).takeUnretainedValue()
     handle!.withMemoryRebound(to: uv_tcp_t.self, capacity: 1) { $0.deallocate() }
     loop.handleFreed()

@@ -30,7 +30,11 @@ public protocol TaskLoop: AnyObject, SerialExecutor, TaskExecutor, Sendable {
 
     /// Registers `body` to run on the loop thread when the loop's shutdown begins, before it
     /// wakes sleeping tasks and closes its handles: where owners of loop state (a task
-    /// registry) settle it. Registered after shutdown began, `body` never runs.
+    /// registry) settle it.
+    ///
+    /// Registered once shutdown has begun (the hooks have run) or ended, `body` runs at once, on
+    /// the calling thread, before `onShutdown` returns: an owner created on a loop that is
+    /// already shut down is told so straight away, and settles itself as shut down.
     ///
     /// - Note: May be called from any thread.
     func onShutdown(_ body: @escaping @Sendable () -> Void)

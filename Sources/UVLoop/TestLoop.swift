@@ -22,10 +22,16 @@ import Synchronization
 /// loop.advance(by: .milliseconds(1))   // the timer fires and the task finishes
 /// ```
 ///
-/// Threading: drive it from one task at a time. "The loop thread" is the thread inside
-/// `run`/`advance`, or any thread while nobody is running the loop, so test code may create
-/// timers and call loop-thread APIs directly between steps. Jobs and `execute` closures may be
-/// enqueued from any thread; they run at the next `run`/`advance`.
+/// Threading: the loop thread is the thread that created the loop. Create it and drive it
+/// (`run`, `advance`, `shutdown`) from that one thread, in a synchronous test function, so
+/// that test code may also create timers and call loop-thread APIs directly between steps;
+/// driving it from another thread is a programming error and traps. `inLoop` is true only on
+/// that thread, so a test catches code that breaks a loop-thread rule. Jobs and `execute`
+/// closures may be enqueued from any thread; they run at the next `run`/`advance`. (An async
+/// test function may resume on another thread after an `await`: create the loop after the
+/// last `await`, or drive it from a synchronous helper.)
+///
+/// Unchecked `Sendable`: the queue is behind a lock, the clock atomic, the rest creating-thread only.
 public final class TestLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomStringConvertible {
     private struct Queue {
         var work = PriorityWorkQueue()
@@ -37,22 +43,31 @@ public final class TestLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomS
     /// `onShutdown` hooks; nil once they have run.
     private let shutdownHooks = ShutdownHooks()
     private let virtualNanoseconds: Atomic<UInt64>
-    private let runnerThread = Atomic<UInt>(0)
+    /// The thread that created the loop: its loop thread.
+    private let ownerThread = pthread_self()
     private var serialExecutor: LoopSerialExecutor<TestLoop>!
 
     // Loop-thread state.
     private var timers = DeadlineHeap<TestTimer>()
     private var nextStartSequence: UInt64 = 0
+    // Unretained: a timer leaves this table when it closes, at the latest in its deinit.
     private var openTimers: [ObjectIdentifier: Unmanaged<TestTimer>] = [:]
     private var acceptsNewWork = true
     let sleepers = SleepScheduler()
 
-    /// Creates a test loop whose clock starts at `start` (default: 0).
+    /// Creates a test loop whose clock starts at `start` (default: 0), bound to the calling
+    /// thread: that thread becomes its loop thread.
     ///
-    /// May be called from any thread.
+    /// May be called from any thread, which must then be the one that drives the loop.
     public init(startingAt start: LoopInstant = LoopInstant(nanoseconds: 0)) {
         virtualNanoseconds = Atomic(start.nanoseconds)
         serialExecutor = LoopSerialExecutor(loop: self)
+    }
+
+    deinit {
+        // Dropped without `shutdown()` (allowed for a test loop): the timers still open may
+        // outlive it (their owners release them after this), and must not reach back into it.
+        for timer in openTimers.values { timer.takeUnretainedValue().detachFromDeinitialisingLoop() }
     }
 
     /// `TestLoop(now: …)`.
@@ -63,7 +78,7 @@ public final class TestLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomS
     /// Runs queued jobs and closures, and timers already due, until none is left, without
     /// moving time (a zero-delay timer fires here, as on the next turn of a real loop).
     ///
-    /// - Note: Call it from the test's task; see the type's threading note.
+    /// - Note: Loop thread (the creating thread) only; traps elsewhere.
     public func run() {
         advance(to: now)
     }
@@ -71,7 +86,7 @@ public final class TestLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomS
     /// Moves virtual time forward by `duration`, firing due timers in order and running the
     /// work each one causes; ends at exactly `now + duration` with the queue empty.
     ///
-    /// - Note: Call it from the test's task; see the type's threading note.
+    /// - Note: Loop thread (the creating thread) only; traps elsewhere.
     public func advance(by duration: Duration) {
         advance(to: now.advanced(by: duration))
     }
@@ -79,7 +94,7 @@ public final class TestLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomS
     /// Moves virtual time forward to `deadline` (see `advance(by:)`). Time never goes back:
     /// an earlier deadline only runs queued work.
     ///
-    /// - Note: Call it from the test's task; see the type's threading note.
+    /// - Note: Loop thread (the creating thread) only; traps elsewhere.
     public func advance(to deadline: LoopInstant) {
         asRunner {
             runQueuedWork()
@@ -98,7 +113,7 @@ public final class TestLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomS
     /// closes every open timer and runs the work that causes. Afterwards `execute`,
     /// `makeTimer` and sleeps throw `LoopError.shutDown`. Idempotent.
     ///
-    /// - Note: Call it from the test's task; see the type's threading note.
+    /// - Note: Loop thread (the creating thread) only; traps elsewhere.
     public func shutdown() {
         asRunner {
             guard acceptsNewWork else { return }
@@ -128,12 +143,9 @@ public final class TestLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomS
     /// The virtual time. May be called from any thread.
     public var now: LoopInstant { LoopInstant(nanoseconds: virtualNanoseconds.load(ordering: .acquiring)) }
 
-    /// True on the thread inside `run`/`advance`, or on any thread while nobody runs the loop.
-    /// May be called from any thread.
-    public var inLoop: Bool {
-        let runner = runnerThread.load(ordering: .acquiring)
-        return runner == 0 || pthread_equal(pthread_self(), pthread_t(runner)) != 0
-    }
+    /// Whether the calling thread is the one that created the loop (its loop thread). May be
+    /// called from any thread.
+    public var inLoop: Bool { pthread_equal(pthread_self(), ownerThread) != 0 }
 
     /// Queues `work` for the next `run`/`advance`.
     ///
@@ -154,11 +166,13 @@ public final class TestLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomS
         guard inLoop else { throw LoopError(.calledOffLoopThread, operation: "TestLoop.makeTimer") }
         guard acceptsNewWork else { throw LoopError(.shutDown, operation: "TestLoop.makeTimer") }
         let timer = TestTimer(loop: self, onFire: onFire)
+        // Unretained: see `openTimers`.
         openTimers[ObjectIdentifier(timer)] = Unmanaged.passUnretained(timer)
         return timer
     }
 
-    /// Registers a hook that runs when `shutdown()` begins; see `TaskLoop`.
+    /// Registers a hook that runs when `shutdown()` begins, or at once on the calling thread if
+    /// it has begun; see `TaskLoop.onShutdown(_:)`.
     ///
     /// - Note: May be called from any thread.
     public func onShutdown(_ body: @escaping @Sendable () -> Void) {
@@ -214,16 +228,10 @@ public final class TestLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomS
         }
     }
 
+    /// Runs `body` as the loop (re-entrantly from a job or timer callback too), after checking
+    /// that the caller is the loop's thread.
     private func asRunner(_ body: () -> Void) {
-        let me = UInt(pthread_self())
-        let current = runnerThread.load(ordering: .acquiring)
-        if current == me {
-            body()  // re-entered from a job or timer callback
-            return
-        }
-        let (exchanged, _) = runnerThread.compareExchange(expected: 0, desired: me, ordering: .acquiringAndReleasing)
-        precondition(exchanged, "BUG DETECTED: \(self) is driven from two threads at once")
-        defer { runnerThread.store(0, ordering: .releasing) }
+        precondition(inLoop, "BUG DETECTED: \(self) is driven from a thread other than the one that created it")
         body()
     }
 
@@ -266,18 +274,26 @@ final class TestTimer: LoopTimer, DeadlineHeapNode {
 
     deinit { close() }
 
+    // A closed timer never reaches its loop, which may be gone (see `detachFromDeinitialisingLoop`).
+
     func start(after delay: Duration) throws(LoopError) {
-        try start(at: loop.now.advanced(by: delay))
+        guard !closed else { throw closedError() }
+        loop.arm(self, at: loop.now.advanced(by: delay).nanoseconds)
     }
 
     func start(at deadline: LoopInstant) throws(LoopError) {
-        guard !closed else {
-            throw LoopError(closedByShutdown ? .shutDown : .handleClosed, operation: "TestTimer.start")
-        }
+        guard !closed else { throw closedError() }
         loop.arm(self, at: deadline.nanoseconds)
     }
 
-    func stop() { loop.disarm(self) }
+    func stop() {
+        guard !closed else { return }
+        loop.disarm(self)
+    }
+
+    private func closedError() -> LoopError {
+        LoopError(closedByShutdown ? .shutDown : .handleClosed, operation: "TestTimer.start")
+    }
 
     var isActive: Bool { heapIndex >= 0 }
 
@@ -290,5 +306,11 @@ final class TestTimer: LoopTimer, DeadlineHeapNode {
     func closeForShutdown() {
         closedByShutdown = true
         close()
+    }
+
+    /// Closes the timer without touching its loop, which is being deinitialised.
+    func detachFromDeinitialisingLoop() {
+        closed = true
+        heapIndex = -1
     }
 }

@@ -8,7 +8,7 @@ import Synchronization
 #endif
 
 /// A libuv event loop on a thread of its own: a Swift `SerialExecutor` and `TaskExecutor`, a
-/// clock, timers and (in later layers) I/O.
+/// clock, timers, TCP sockets and signal watchers.
 ///
 /// ```swift
 /// let loop = UVLoop(name: "io")
@@ -25,30 +25,31 @@ import Synchronization
 /// only the first item of a batch pays for a wake-up (`uv_async_send`). Within a turn, higher
 /// task priorities run first.
 ///
-/// Lifecycle: `notStarted → running → shuttingDown → shutDown`. Shutdown wakes sleeping tasks
+/// Lifecycle: `notStarted → starting → running → shutdownRequested → shuttingDown → shutDown`
+/// (see `Lifecycle`). Shutdown wakes sleeping tasks
 /// with `CancellationError`, closes every handle through `uv_close` (freed in its close
 /// callback) and checks that `uv_loop_close` returns 0. After shutdown, `execute`, `makeTimer`
 /// and sleeps throw `LoopError.shutDown`; jobs the runtime still enqueues (tasks finishing)
 /// run on the enqueuing thread, one at a time, so no task is left hanging.
 ///
 /// Thread safety: the class is `Sendable`; each member says which thread may call it.
+///
+/// Unchecked `Sendable`: shared state is behind `crossThread`'s lock or atomic; the rest is loop-thread only.
 public final class UVLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomStringConvertible {
     /// The loop's name, used in messages.
     public let name: String
 
-    enum Lifecycle { case notStarted, starting, running, shuttingDown, shutDown }
-
     /// State shared with other threads, guarded by `crossThread`.
     struct CrossThreadState {
-        var lifecycle: Lifecycle = .notStarted
         var incoming: [(work: LoopWork, priority: UInt8)] = []
         var wakeupPending = false
-        var stopRequested = false
         var trampolineRunning = false
         var shutdownWaiters: [UnsafeContinuation<Void, Never>] = []
     }
 
     private let crossThread = Locked(CrossThreadState())
+    /// Changed only holding `crossThread`'s lock (see `Lifecycle`); read from anywhere.
+    private let lifecycle = Atomic<Lifecycle>(.notStarted)
     /// `onShutdown` hooks; nil once they have run.
     private let shutdownHooks = ShutdownHooks()
     private let loopThreadID = Atomic<UInt>(0)
@@ -59,15 +60,16 @@ public final class UVLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomStr
     private var serialExecutor: LoopSerialExecutor<UVLoop>!
 
     // Loop-thread state. The starting thread initialises it before the loop thread exists.
+    // libuv structures at stable addresses, freed in deinit after uv_loop_close.
     let uvLoop: UnsafeMutablePointer<uv_loop_t>
     private let wakeup: UnsafeMutablePointer<uv_async_t>
     private let idle: UnsafeMutablePointer<uv_idle_t>
+    // @exclusivity(unchecked), these six: loop-thread only, never accessed overlapping; no dynamic check per job.
     @exclusivity(unchecked) private var local = PriorityWorkQueue()
     @exclusivity(unchecked) private var idleRunning = false
     @exclusivity(unchecked) private var runningLocalWork = false
     @exclusivity(unchecked) private var pollingCrossThread = false
     @exclusivity(unchecked) private var drainBuffer: [(work: LoopWork, priority: UInt8)] = []
-    @exclusivity(unchecked) private var acceptsNewWork = true
     /// True while a timer callback runs (libuv's timer phase). Loop thread only.
     @exclusivity(unchecked) var inTimerPhase = false
     let sleepers = SleepScheduler()
@@ -75,6 +77,11 @@ public final class UVLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomStr
     /// The most jobs one turn runs before letting libuv poll for I/O and timers, so that a task
     /// that keeps re-enqueueing itself cannot starve them.
     static let jobsPerTurn = 16_384
+
+    /// The handles the loop keeps open for itself until the very end of shutdown: the wake-up
+    /// (`uv_async_t`) and the idle handle. While shutting down, a live-handle count at this
+    /// value means every timer, socket and signal watcher has been freed.
+    static let ownHandleCount = 2
 
     /// Creates a loop that is not running yet; call `start()`.
     ///
@@ -91,6 +98,8 @@ public final class UVLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomStr
     deinit {
         // The loop thread holds a strong reference until it exits, so a loop that was started
         // is always shut down by the time it is deinitialised.
+        let final = lifecycle.load(ordering: .acquiring)
+        assert(final == .notStarted || final == .shutDown, "BUG DETECTED: \(self) deinitialised while \(final)")
         uvLoop.deallocate()
         wakeup.deallocate()
         idle.deallocate()
@@ -109,18 +118,21 @@ public final class UVLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomStr
     /// - Note: May be called from any thread other than the loop's.
     public func start() throws(LoopError) {
         try crossThread.withLock { (state) throws(LoopError) in
-            switch state.lifecycle {
-            case .notStarted: state.lifecycle = .starting
+            switch lifecycle.load(ordering: .relaxed) {
+            case .notStarted: lifecycle.store(.starting, ordering: .releasing)
             case .starting, .running: throw LoopError(.alreadyStarted, operation: "UVLoop.start")
-            case .shuttingDown, .shutDown: throw LoopError(.shutDown, operation: "UVLoop.start")
+            case .shutdownRequestedWhileStarting, .shutdownRequested, .shuttingDown, .shutDown:
+                throw LoopError(.shutDown, operation: "UVLoop.start")
             }
         }
         do {
             try LoopError.check(uv_loop_init(uvLoop), "uv_loop_init")
         } catch {
-            crossThread.withLock { $0.lifecycle = .shutDown }
+            crossThread.withLock { _ in lifecycle.store(.shutDown, ordering: .releasing) }
+            shutdownHooks.runOnce()
             throw error
         }
+        // Unretained: the loop thread holds the loop (passRetained below) until after uv_loop_close.
         let me = Unmanaged.passUnretained(self).toOpaque()
         uvLoop.pointee.data = me
         // Neither call can fail on Linux once the loop is initialised (they only allocate an
@@ -129,24 +141,28 @@ public final class UVLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomStr
         wakeup.pointee.data = me
         uv_idle_init(uvLoop, idle)
         idle.pointee.data = me
-        liveHandles.add(2, ordering: .relaxed)
+        liveHandles.add(Self.ownHandleCount, ordering: .relaxed)
 
+        // Retained for the loop thread: taken back there, or released below if the thread never starts.
         let threadArgument = Unmanaged.passRetained(self).toOpaque()
         var thread = pthread_t()
         let result = pthread_create(
             &thread, nil,
             { argument in
+                // Takes back the reference start() passed: the thread owns the loop until it exits.
                 let loop = Unmanaged<UVLoop>.fromOpaque(argument!).takeRetainedValue()
                 loop.runLoopThread()
                 return nil
             }, threadArgument)
         if result != 0 {
+            // Balances the passRetained above: the thread that would have taken it never started.
             Unmanaged<UVLoop>.fromOpaque(threadArgument).release()
             uv_close(clibuv_async_as_handle(wakeup), nil)
             uv_close(clibuv_idle_as_handle(idle), nil)
             uv_run(uvLoop, UV_RUN_DEFAULT)
             uv_loop_close(uvLoop)
-            crossThread.withLock { $0.lifecycle = .shutDown }
+            crossThread.withLock { _ in lifecycle.store(.shutDown, ordering: .releasing) }
+            shutdownHooks.runOnce()
             throw LoopError(.libuv(-result), operation: "pthread_create")
         }
         pthread_detach(thread)
@@ -163,7 +179,7 @@ public final class UVLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomStr
     /// - Note: Blocks the calling thread. May be called from any thread but the loop's.
     public func syncShutdown() throws(LoopError) {
         if inLoop { throw LoopError(.calledOnLoopThread, operation: "UVLoop.syncShutdown") }
-        if requestShutdown() { stopped.wait() }
+        if requestShutdown() { stopped.wait() } else { shutdownHooks.runOnce() }
     }
 
     /// Shuts the loop down (see `syncShutdown()`) and resumes when its thread has exited,
@@ -173,13 +189,15 @@ public final class UVLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomStr
     public func shutdown() async {
         await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
             let mustWait = crossThread.withLock { state -> Bool in
-                if state.lifecycle == .shutDown { return false }
+                if lifecycle.load(ordering: .relaxed) == .shutDown { return false }
                 state.shutdownWaiters.append(continuation)
                 return true
             }
             if mustWait {
                 if !requestShutdown() {
-                    // Never started: requestShutdown marked it shut down; nobody will resume us.
+                    // Never started: requestShutdown marked it shut down; nobody will resume us,
+                    // and no loop thread will run the hooks.
+                    shutdownHooks.runOnce()
                     let waiters = crossThread.withLock { state in
                         defer { state.shutdownWaiters = [] }
                         return state.shutdownWaiters
@@ -195,21 +213,20 @@ public final class UVLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomStr
     /// Asks the loop thread to shut down. Returns whether a loop thread exists to wait for.
     private func requestShutdown() -> Bool {
         crossThread.withLock { state -> Bool in
-            switch state.lifecycle {
+            switch lifecycle.load(ordering: .relaxed) {
             case .notStarted:
-                state.lifecycle = .shutDown
+                lifecycle.store(.shutDown, ordering: .releasing)
                 return false
             case .starting:
                 // start() is between its two halves on another thread; it raises `started`
                 // only once the thread runs, so waiting for `stopped` below is safe.
-                state.stopRequested = true
+                lifecycle.store(.shutdownRequestedWhileStarting, ordering: .releasing)
                 return true
             case .running:
-                state.lifecycle = .shuttingDown
-                state.stopRequested = true
+                lifecycle.store(.shutdownRequested, ordering: .releasing)
                 wakeLoopLocked(&state)
                 return true
-            case .shuttingDown:
+            case .shutdownRequestedWhileStarting, .shutdownRequested, .shuttingDown:
                 return true
             case .shutDown:
                 return false
@@ -232,8 +249,12 @@ public final class UVLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomStr
         return value == Int32.min ? nil : value
     }
 
+    /// Where the loop is in its life (see `Lifecycle`), for tests and messages. May be called
+    /// from any thread; off the loop thread it is a snapshot.
+    var lifecycleState: Lifecycle { lifecycle.load(ordering: .acquiring) }
+
     /// Whether the loop has shut down completely. May be called from any thread.
-    public var isShutDown: Bool { crossThread.withLock { $0.lifecycle == .shutDown } }
+    public var isShutDown: Bool { lifecycle.load(ordering: .acquiring) == .shutDown }
 
     // MARK: - TaskLoop
 
@@ -253,14 +274,15 @@ public final class UVLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomStr
     /// - Note: May be called from any thread.
     public func execute(_ work: @escaping @Sendable () -> Void) throws(LoopError) {
         if inLoop {
-            guard acceptsNewWork else { throw LoopError(.shutDown, operation: "UVLoop.execute") }
+            guard !hasBegunShutdown else { throw LoopError(.shutDown, operation: "UVLoop.execute") }
             enqueueLocal(.closure(work), priority: closurePriority)
             return
         }
         try crossThread.withLock { (state) throws(LoopError) in
-            switch state.lifecycle {
+            switch lifecycle.load(ordering: .relaxed) {
             case .notStarted, .starting: throw LoopError(.notStarted, operation: "UVLoop.execute")
-            case .shuttingDown, .shutDown: throw LoopError(.shutDown, operation: "UVLoop.execute")
+            case .shutdownRequestedWhileStarting, .shutdownRequested, .shuttingDown, .shutDown:
+                throw LoopError(.shutDown, operation: "UVLoop.execute")
             case .running:
                 state.incoming.append((.closure(work), closurePriority))
                 wakeLoopLocked(&state)
@@ -282,11 +304,12 @@ public final class UVLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomStr
     /// - Note: Loop thread only.
     public func makeUVTimer(_ onFire: @escaping () -> Void) throws(LoopError) -> UVTimer {
         guard inLoop else { throw LoopError(.calledOffLoopThread, operation: "UVLoop.makeTimer") }
-        guard acceptsNewWork else { throw LoopError(.shutDown, operation: "UVLoop.makeTimer") }
+        guard !hasBegunShutdown else { throw LoopError(.shutDown, operation: "UVLoop.makeTimer") }
         return try UVTimer(loop: self, onFire: onFire)
     }
 
-    /// Registers a hook that runs on the loop thread when shutdown begins; see `TaskLoop`.
+    /// Registers a hook that runs on the loop thread when shutdown begins, or at once on the
+    /// calling thread if it has begun; see `TaskLoop.onShutdown(_:)`.
     ///
     /// - Note: May be called from any thread.
     public func onShutdown(_ body: @escaping @Sendable () -> Void) {
@@ -321,10 +344,10 @@ public final class UVLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomStr
         }
         let mustRunInline = crossThread.withLock { state -> Bool in
             state.incoming.append((work, priority))
-            switch state.lifecycle {
-            case .notStarted, .starting:
-                return false  // runs when the loop starts
-            case .running, .shuttingDown:
+            switch lifecycle.load(ordering: .relaxed) {
+            case .notStarted, .starting, .shutdownRequestedWhileStarting:
+                return false  // runs when the loop thread starts
+            case .running, .shutdownRequested, .shuttingDown:
                 wakeLoopLocked(&state)
                 return false
             case .shutDown:
@@ -361,7 +384,7 @@ public final class UVLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomStr
     /// an unfenced read), and it keeps shutdown from closing the async handle mid-send.
     @inline(__always)
     private func wakeLoopLocked(_ state: inout CrossThreadState) {
-        guard !state.wakeupPending, state.lifecycle == .running || state.lifecycle == .shuttingDown else { return }
+        guard !state.wakeupPending, lifecycle.load(ordering: .relaxed).loopThreadIsAwake else { return }
         state.wakeupPending = true
         uv_async_send(wakeup)
     }
@@ -388,20 +411,20 @@ public final class UVLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomStr
     /// again on its next turn instead of being woken: producers skip `uv_async_send` (a
     /// syscall) until a drain finds the queue empty, which is when the loop may block again.
     fileprivate func drainCrossThreadQueue() {
-        let (found, stopRequested) = crossThread.withLock { state -> (Bool, Bool) in
+        let found = crossThread.withLock { state -> Bool in
             if state.incoming.isEmpty {
                 state.wakeupPending = false
-                return (false, state.stopRequested)
+                return false
             }
             swap(&state.incoming, &drainBuffer)
-            return (true, state.stopRequested)
+            return true
         }
         pollingCrossThread = found
         if found {
             for item in drainBuffer { local.append(item.work, priority: item.priority) }
             drainBuffer.removeAll(keepingCapacity: true)
         }
-        if stopRequested && acceptsNewWork { beginShutdown() }
+        if lifecycle.load(ordering: .acquiring) == .shutdownRequested { beginShutdown() }
     }
 
     /// Runs local work, highest priority first, up to one turn's budget; keeps the idle handle
@@ -429,13 +452,14 @@ public final class UVLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomStr
 
     private func runLoopThread() {
         loopThreadID.store(UInt(pthread_self()), ordering: .releasing)
-        crossThread.withLock { state in
-            state.lifecycle = state.stopRequested ? .shuttingDown : .running
+        crossThread.withLock { _ in
+            let next: Lifecycle = lifecycle.load(ordering: .relaxed) == .starting ? .running : .shutdownRequested
+            lifecycle.store(next, ordering: .releasing)
         }
         started.raise()
         drainCrossThreadQueue()  // work enqueued before start(), and an early shutdown request
         runLocalWork()
-        if acceptsNewWork {
+        if !hasBegunShutdown {
             uv_run(uvLoop, UV_RUN_DEFAULT)
         }
         finishShutdown()
@@ -444,19 +468,23 @@ public final class UVLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomStr
     /// First half of shutdown, inside a callback: stop taking work, wake sleepers, close every
     /// handle, and make `uv_run` return so `finishShutdown` can drain outside any callback.
     private func beginShutdown() {
+        // Hooks first: they settle loop state (a registry cancels its runs) while the loop
+        // still takes work and timers.
         shutdownHooks.runOnce()
-        acceptsNewWork = false
+        crossThread.withLock { _ in lifecycle.store(.shuttingDown, ordering: .releasing) }
         sleepers.cancelAll()
         uv_walk(uvLoop, uvLoopCloseForShutdown, nil)
         uv_stop(uvLoop)
     }
 
     /// Called by `uv_walk` for each handle at shutdown.
+    // A pointer libuv hands to uv_walk, valid for the call.
     fileprivate func closeForShutdown(_ handle: UnsafeMutablePointer<uv_handle_t>) {
         if uv_is_closing(handle) != 0 { return }
         if handle == clibuv_async_as_handle(wakeup) || handle == clibuv_idle_as_handle(idle) { return }
         guard let owner = handle.pointee.data else { return }
         switch handle.pointee.type {
+        // Each handle's data is its open owner (cleared when the owner closes it), of the handle's type.
         case UV_TIMER: Unmanaged<UVTimer>.fromOpaque(owner).takeUnretainedValue().closeForShutdown()
         case UV_TCP: Unmanaged<TCPSocket>.fromOpaque(owner).takeUnretainedValue().closeForShutdown()
         case UV_SIGNAL: Unmanaged<SignalWatcher>.fromOpaque(owner).takeUnretainedValue().close()
@@ -465,7 +493,7 @@ public final class UVLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomStr
     }
 
     private func finishShutdown() {
-        if acceptsNewWork { beginShutdown() }
+        if !hasBegunShutdown { beginShutdown() }
         // Let woken tasks finish and close callbacks run. Bounded: a task that re-enqueues
         // itself forever would otherwise keep the loop alive; it moves to the trampoline below.
         for _ in 0..<10_000 {
@@ -473,11 +501,11 @@ public final class UVLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomStr
             runLocalWork()
             uv_run(uvLoop, UV_RUN_NOWAIT)
             let quiet = crossThread.withLock { $0.incoming.isEmpty }
-            if quiet && local.isEmpty && liveHandles.load(ordering: .relaxed) == 2 { break }
+            if quiet && local.isEmpty && liveHandles.load(ordering: .relaxed) == Self.ownHandleCount { break }
         }
 
         let waiters = crossThread.withLock { state -> [UnsafeContinuation<Void, Never>] in
-            state.lifecycle = .shutDown
+            lifecycle.store(.shutDown, ordering: .releasing)
             state.trampolineRunning = true  // this thread runs what is still queued, below
             while let work = local.popFirst() { state.incoming.append((work, closurePriority)) }
             defer { state.shutdownWaiters = [] }
@@ -510,7 +538,12 @@ public final class UVLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomStr
     }
 
     /// Whether the loop still takes new handles (false once shutdown has begun). Loop thread only.
-    var acceptsNewHandles: Bool { acceptsNewWork }
+    var acceptsNewHandles: Bool { !hasBegunShutdown }
+
+    /// Whether the loop thread has begun shutting down. Exact on the loop thread, which alone
+    /// makes that transition; elsewhere a snapshot.
+    @inline(__always)
+    private var hasBegunShutdown: Bool { lifecycle.load(ordering: .relaxed).hasBegunShutdown }
 
     /// Counts a handle this loop initialised. Loop thread only.
     func handleOpened() { liveHandles.add(1, ordering: .relaxed) }
@@ -520,21 +553,25 @@ public final class UVLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomStr
 }
 
 private let uvLoopWakeupCallback: uv_async_cb = { handle in
+    // The wake-up handle's data is its UVLoop, alive while the loop thread runs.
     let loop = Unmanaged<UVLoop>.fromOpaque(handle!.pointee.data).takeUnretainedValue()
     loop.drainCrossThreadQueue()
     loop.runLocalWork()
 }
 
 private let uvLoopIdleCallback: uv_idle_cb = { handle in
+    // The idle handle's data is its UVLoop, alive while the loop thread runs.
     Unmanaged<UVLoop>.fromOpaque(handle!.pointee.data).takeUnretainedValue().idleTurn()
 }
 
 private let uvLoopCloseForShutdown: uv_walk_cb = { handle, _ in
+    // The uv_loop_t's data is its UVLoop, alive while the loop thread runs.
     let loop = Unmanaged<UVLoop>.fromOpaque(handle!.pointee.loop.pointee.data).takeUnretainedValue()
     loop.closeForShutdown(handle!)
 }
 
 private let uvLoopHandleClosed: uv_close_cb = { handle in
+    // The uv_loop_t's data is its UVLoop, alive while the loop thread runs.
     let loop = Unmanaged<UVLoop>.fromOpaque(handle!.pointee.loop.pointee.data).takeUnretainedValue()
     loop.handleFreed()
 }

@@ -1,3 +1,4 @@
+import CLibUV
 import Synchronization
 
 /// Several `UVLoop`s, each on its own thread, for using more than one core.
@@ -21,7 +22,9 @@ public final class UVLoopGroup: Sendable {
     ///   or `LoopError.libuv(UV_EINVAL)` for a count below 1.
     /// - Note: May be called from any thread.
     public init(loops count: Int, namePrefix: String = "uv-loop") throws(LoopError) {
-        guard count >= 1 else { throw LoopError(.libuv(-22), operation: "UVLoopGroup.init(loops: \(count))") }
+        guard count >= 1 else {
+            throw LoopError(.libuv(UV_EINVAL.rawValue), operation: "UVLoopGroup.init(loops: \(count))")
+        }
         var loops: [UVLoop] = []
         for index in 0..<count {
             let loop = UVLoop(name: "\(namePrefix)-\(index)")
@@ -44,7 +47,7 @@ public final class UVLoopGroup: Sendable {
 
     /// The loop for a hash value: the same hash always maps to the same loop.
     public func loop(forHash hash: Int) -> UVLoop {
-        loops[Int(UInt(bitPattern: hash) % UInt(loops.count))]
+        loops[shardIndex(forHash: hash, shardCount: loops.count)]
     }
 
     /// Shuts every loop down and waits for their threads.

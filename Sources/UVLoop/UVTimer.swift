@@ -12,6 +12,7 @@ import CLibUV
 /// Dropping the last reference closes the handle.
 public final class UVTimer: LoopTimer {
     private unowned let loop: UVLoop
+    // libuv needs the handle at a stable address until its close callback frees it.
     private var handle: UnsafeMutablePointer<uv_timer_t>?
     private let onFire: () -> Void
     private var deadline: UInt64 = 0
@@ -22,6 +23,7 @@ public final class UVTimer: LoopTimer {
     init(loop: UVLoop, onFire: @escaping () -> Void) throws(LoopError) {
         self.loop = loop
         self.onFire = onFire
+        // Freed in the close callback (or just below if init fails).
         let handle = UnsafeMutablePointer<uv_timer_t>.allocate(capacity: 1)
         let result = uv_timer_init(loop.uvLoop, handle)
         if result < 0 {
@@ -29,6 +31,7 @@ public final class UVTimer: LoopTimer {
             throw LoopError(.libuv(result), operation: "uv_timer_init")
         }
         self.handle = handle
+        // Unretained: close() (also run by deinit) clears `data` before the timer goes away.
         handle.pointee.data = Unmanaged.passUnretained(self).toOpaque()
         loop.handleOpened()
     }
@@ -139,13 +142,16 @@ public final class UVTimer: LoopTimer {
 
 private let uvTimerFired: uv_timer_cb = { handle in
     guard let owner = handle!.pointee.data else { return }
+    // The uv_loop_t's data is its UVLoop, which outlives every handle on it.
     let loop = Unmanaged<UVLoop>.fromOpaque(handle!.pointee.loop.pointee.data).takeUnretainedValue()
     loop.inTimerPhase = true
+    // `data` (checked non-nil above) is set only while the timer is open.
     Unmanaged<UVTimer>.fromOpaque(owner).takeUnretainedValue().fire()
     loop.inTimerPhase = false
 }
 
 private let uvTimerClosed: uv_close_cb = { handle in
+    // The uv_loop_t's data is its UVLoop, which outlives every handle on it.
     let loop = Unmanaged<UVLoop>.fromOpaque(handle!.pointee.loop.pointee.data).takeUnretainedValue()
     handle!.withMemoryRebound(to: uv_timer_t.self, capacity: 1) { $0.deallocate() }
     loop.handleFreed()

@@ -125,6 +125,8 @@ func blockingWait<T: Sendable>(_ body: @escaping @Sendable () async throws -> T)
 }
 
 /// A value handed between threads at points that are ordered by a semaphore or the loop.
+///
+/// Unchecked `Sendable`: each hand-over is ordered by a semaphore or the loop (see above).
 final class UncheckedSendable<Value>: @unchecked Sendable {
     var value: Value
     init(_ value: Value) { self.value = value }

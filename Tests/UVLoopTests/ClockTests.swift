@@ -66,7 +66,7 @@ struct ClockTests {
             try await loop.clock.sleep(for: .seconds(1))
             ended.value = loop.now
         }
-        await waitUntil { loop.queuedWorkCount > 0 }
+        #expect(loop.queuedWorkCount == 1, "a task preferring the loop enqueues its first job at once")
         loop.run()
         #expect(loop.activeTimerCount == 1)
         loop.advance(by: .milliseconds(999))
@@ -79,7 +79,7 @@ struct ClockTests {
     @Test func cancelledSleepInVirtualTimeEndsWithoutTimePassing() async throws {
         let loop = TestLoop()
         let sleeper = Task(executorPreference: loop) { try await loop.clock.sleep(for: .seconds(60)) }
-        await waitUntil { loop.queuedWorkCount > 0 }
+        #expect(loop.queuedWorkCount == 1, "a task preferring the loop enqueues its first job at once")
         loop.run()
         #expect(loop.activeTimerCount == 1)
         sleeper.cancel()
@@ -92,7 +92,7 @@ struct ClockTests {
     @Test func shutdownWakesVirtualSleepersWithCancellation() async throws {
         let loop = TestLoop()
         let sleeper = Task(executorPreference: loop) { try await loop.clock.sleep(for: .seconds(60)) }
-        await waitUntil { loop.queuedWorkCount > 0 }
+        #expect(loop.queuedWorkCount == 1, "a task preferring the loop enqueues its first job at once")
         loop.run()
         loop.shutdown()
         await #expect(throws: CancellationError.self) { try await sleeper.value }
@@ -108,10 +108,4 @@ struct ClockTests {
         #expect(start.duration(to: LoopInstant(nanoseconds: 15)) == .nanoseconds(10))
         #expect(LoopInstant(nanoseconds: 15).duration(to: start) == .nanoseconds(-10))
     }
-}
-
-/// Waits for a task on another executor to enqueue its first job onto a `TestLoop`. Tasks are
-/// created from the test's own (global) thread, so their first job arrives asynchronously.
-func waitUntil(_ condition: () -> Bool) async {
-    while !condition() { await Task.yield() }
 }

@@ -1,3 +1,4 @@
+import CLibUV
 import Testing
 
 @testable import UVLoop
@@ -18,6 +19,22 @@ struct GroupTests {
         #expect(visited.count == 3)
         try group.syncShutdown()
         #expect(group.loops.allSatisfy { $0.loopCloseResult == 0 && $0.liveHandleCount == 0 })
-        #expect(throws: LoopError.self) { try UVLoopGroup(loops: 0) }
+        #expect(throws: LoopError(.libuv(UV_EINVAL.rawValue), operation: "UVLoopGroup.init(loops: 0)")) {
+            try UVLoopGroup(loops: 0)
+        }
+    }
+
+    @Test func shardIndexIsInRangeForEveryHashAndTheGroupUsesIt() async throws {
+        #expect(shardIndex(forHash: -1, shardCount: 3) == Int(UInt.max % 3))
+        #expect(shardIndex(forHash: Int.min, shardCount: 5) == Int((UInt(Int.max) + 1) % 5))
+        #expect(shardIndex(forHash: 12_345, shardCount: 1) == 0)
+        for hash in [Int.min, -7, -1, 0, 1, 7, Int.max] {
+            #expect((0..<4).contains(shardIndex(forHash: hash, shardCount: 4)))
+        }
+        let group = try UVLoopGroup(loops: 3)
+        for hash in [-5, 0, 1, 2, 99] {
+            #expect(group.loop(forHash: hash) === group.loops[shardIndex(forHash: hash, shardCount: 3)])
+        }
+        try group.syncShutdown()
     }
 }

@@ -34,6 +34,32 @@ struct LifecycleTests {
         #expect(value == 7)
     }
 
+    @Test func lifecycleGoesThroughItsStatesInOrder() throws {
+        let loop = UVLoop(name: "lifecycle")
+        #expect(loop.lifecycleState == .notStarted)
+        try loop.start()
+        #expect(loop.lifecycleState == .running)
+        let seenByHook = Locked<(UVLoop.Lifecycle, Bool)?>(nil)
+        loop.onShutdown {
+            // Hooks run on the loop thread before it begins shutting down: work is still taken.
+            let canExecute = (try? loop.execute {}) != nil
+            seenByHook.withLock { $0 = (loop.lifecycleState, canExecute) }
+        }
+        try loop.syncShutdown()
+        let seen = seenByHook.withLock { $0 }
+        #expect(seen?.0 == .shutdownRequested)
+        #expect(seen?.1 == true)
+        #expect(loop.lifecycleState == .shutDown)
+        #expect(loop.isShutDown)
+    }
+
+    @Test func aLoopThatNeverStartedGoesStraightToShutDown() throws {
+        let loop = UVLoop(name: "never-started")
+        try loop.syncShutdown()
+        #expect(loop.lifecycleState == .shutDown)
+        #expect(throws: LoopError(.shutDown, operation: "UVLoop.start")) { try loop.start() }
+    }
+
     @Test func loopThreadOnlyCallsAreCheckedOffTheLoop() async throws {
         try await withStartedLoop { loop in
             #expect(throws: LoopError(.calledOffLoopThread, operation: "UVLoop.makeTimer")) {

@@ -265,6 +265,17 @@ struct ServerTests {
         try clientLoop.syncShutdown()
     }
 
+    @Test func keysGoToTheShardOfTheLoopGroupsHashMapping() async throws {
+        var configuration = ServerConfiguration()
+        configuration.loops = 3
+        let server = try RegistryServer(configuration: configuration)
+        for name in ["a", "b", "user:1", "user:2", "x"] {
+            let key = ServerKey(name)
+            #expect(server.shard(for: key).loop === server.group.loop(forHash: key.hashValue))
+        }
+        await server.stop()
+    }
+
     @Test func workArgumentsParseOrAreRefused() {
         #expect(ServerWork(argument: "sleep:10") == .sleep(milliseconds: 10))
         #expect(ServerWork(argument: "task-sleep:0") == .taskSleep(milliseconds: 0))

@@ -1,0 +1,20 @@
+/// The serial-executor face of a loop: the identity that `asUnownedSerialExecutor()` hands to
+/// actors, so that their jobs arrive apart from the jobs of tasks that prefer the loop.
+/// Owned by its loop; actors hold executors unowned, as they do any serial executor.
+///
+/// Unchecked `Sendable`: its one stored property is the immutable loop reference below.
+final class LoopSerialExecutor<Loop: TaskLoop & LoopJobSink>: SerialExecutor, @unchecked Sendable {
+    // unowned(unsafe): the loop owns this executor and outlives it; no refcount traffic per job.
+    unowned(unsafe) let loop: Loop
+
+    init(loop: Loop) { self.loop = loop }
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let priority = job.priority.rawValue
+        loop.enqueue(.serialJob(UnownedJob(job)), priority: priority)
+    }
+
+    func checkIsolated() { loop.preconditionInLoop() }
+
+    func isIsolatingCurrentContext() -> Bool? { loop.inLoop }
+}

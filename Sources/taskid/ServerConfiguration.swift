@@ -1,0 +1,48 @@
+/// What a `SET` starts for its key: the work whose result `GET` returns.
+enum ServerWork: Sendable, Equatable, CustomStringConvertible {
+    /// Hold the run for a while on the loop's timer, then commit: a synchronous run (no Swift
+    /// task); cancellation ends it at once and its commit never happens.
+    case sleep(milliseconds: Int)
+    /// The same work as a Swift task per run that sleeps on the loop's clock (cancellation
+    /// wakes it with `CancellationError`): the general path, for comparison.
+    case taskSleep(milliseconds: Int)
+    /// One request to another server (`PING`, one reply read); cancellation closes that connection.
+    case upstream(host: String, port: Int)
+
+    /// Parses `sleep:MS` or `upstream:HOST:PORT`.
+    init?(argument: String) {
+        let parts = argument.split(separator: ":", maxSplits: 1).map(String.init)
+        if parts.count == 2, parts[0] == "sleep", let milliseconds = Int(parts[1]), milliseconds >= 0 {
+            self = .sleep(milliseconds: milliseconds)
+        } else if parts.count == 2, parts[0] == "task-sleep", let milliseconds = Int(parts[1]), milliseconds >= 0 {
+            self = .taskSleep(milliseconds: milliseconds)
+        } else if parts.count == 2, parts[0] == "upstream", let colon = parts[1].lastIndex(of: ":"),
+            let port = Int(parts[1][parts[1].index(after: colon)...]), (1...65_535).contains(port)
+        {
+            self = .upstream(host: String(parts[1][..<colon]), port: port)
+        } else {
+            return nil
+        }
+    }
+
+    var description: String {
+        switch self {
+        case .sleep(let milliseconds): return "sleep:\(milliseconds)"
+        case .taskSleep(let milliseconds): return "task-sleep:\(milliseconds)"
+        case .upstream(let host, let port): return "upstream:\(host):\(port)"
+        }
+    }
+}
+
+/// `taskid serve`'s settings.
+struct ServerConfiguration: Sendable {
+    var host = "127.0.0.1"
+    var port = 6380
+    var loops = 1
+    var debounceMilliseconds = 0
+    var work = ServerWork.sleep(milliseconds: 10)
+    var maxClients = 10_000
+    var maxRequestBytes = 1 << 20
+    /// Replies queued for a client that does not read them, past which it is disconnected.
+    var maxOutputBytes = 8 << 20
+}
