@@ -30,7 +30,9 @@ final class DeadlineQueue<Entry: DeadlineEntry> {
     /// Creates the loop timer. Separate from `init` because it can fail (loop shut down).
     /// `onDue` is called with each entry that comes due, in order.
     func attach(to loop: any TaskLoop, onDue: @escaping (_ entry: Entry) -> Void) throws(LoopError) {
-        timer = try loop.makeTimer { [unowned self] in
+        // The loop unowned, as in the loop's own timers: the loop owns its timers, so a strong
+        // reference here would be a cycle through this closure when the loop is dropped.
+        timer = try loop.makeTimer { [unowned self, unowned loop] in
             self.fire(now: loop.now.nanoseconds, onDue: onDue)
         }
     }

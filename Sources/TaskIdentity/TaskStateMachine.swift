@@ -1,3 +1,5 @@
+import UVLoop
+
 /// The life of one task of one slot, as a pure state machine: one `mutating func` per event,
 /// each returning what the registry's core must do. The core owns the side effects (Swift
 /// tasks, deadline queues, throttle timers, phase streams); this type owns the rules, the
@@ -480,12 +482,4 @@ struct TaskStateMachine: Sendable, CustomStringConvertible {
         state.phase = phase
         return state
     }
-}
-
-/// `lhs + rhs`, or `UInt64.max` where that would overflow: a deadline near the end of the
-/// clock's range comes late (never), not early.
-@inlinable
-func saturatingAdd(_ lhs: UInt64, _ rhs: UInt64) -> UInt64 {
-    let (sum, overflow) = lhs.addingReportingOverflow(rhs)
-    return overflow ? .max : sum
 }

@@ -6,6 +6,43 @@ import UVLoop
 /// Regression tests for defects found by using the registry as a new user would.
 @Suite("Registry lifecycle: deadlines at the end of time, release, shutdown from inside, removal")
 struct LifecycleDefectTests {
+    /// A registry created on a loop that has already shut down is shut down too: declaring
+    /// throws, as after the registry's own shutdown, and no action runs anywhere.
+    @Test func declaringOnAShutDownTestLoopThrows() throws {
+        let loop = TestLoop()
+        loop.shutdown()
+        let registry = TaskRegistry<String>(loop: loop)
+        let log = EventLog()
+        #expect(throws: RegistryError.shutDown) {
+            try registry.task("a", id: 1) { _ in log.add("ran") }
+        }
+        #expect(throws: RegistryError.shutDown) {
+            try registry.task("b", id: 1, debounce: .seconds(1)) { _ in log.add("ran") }
+        }
+        #expect(throws: RegistryError.shutDown) { try registry.remove("a") }
+        loop.run()
+        #expect(log.take() == [])
+        #expect(registry.isShutDown)
+        #expect(registry.counters.declared == 0)
+    }
+
+    /// A registry with a debounce timer, dropped with its test loop and no shutdown at all,
+    /// leaves nothing alive (no cycle through the deadline queue's timer).
+    @Test func aRegistryAndItsTestLoopDroppedWithoutShutdownAreFreed() throws {
+        weak var weakLoop: TestLoop?
+        weak var weakCore: RegistryCore?
+        do {
+            let loop = TestLoop()
+            weakLoop = loop
+            let registry = TaskRegistry<String>(loop: loop)
+            weakCore = registry.core
+            try registry.task("a", id: 1, debounce: .seconds(1)) { _ in }
+            loop.run()
+        }
+        #expect(weakCore == nil)
+        #expect(weakLoop == nil)
+    }
+
     /// Near the end of the clock's range, deadlines saturate: they come late (never), not early.
     @Test func deadlinesNearTheEndOfTheClockNeverFireEarly() throws {
         let start = UInt64.max - 1_000
