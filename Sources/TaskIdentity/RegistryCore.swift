@@ -101,13 +101,16 @@ final class RegistryCore: @unchecked Sendable {
 
     // MARK: - Events
 
-    /// The gate a pending generation of `record` passes to start.
+    /// The gate a pending generation of `record` passes to start. The time is read only for a
+    /// throttled task (reading the clock costs a system call on a real loop), unless given.
     @inline(__always)
-    private func gate(_ record: AnyTaskRecord, now: UInt64) -> TaskStateMachine.StartGate {
+    private func gate(_ record: AnyTaskRecord, now given: UInt64? = nil) -> TaskStateMachine.StartGate {
         let options = record.options
         var throttleReadyAt: UInt64 = 0
+        var now = given ?? 0
         if options.throttleNanoseconds > 0, let state = throttles[ObjectIdentifier(record)] {
             throttleReadyAt = saturatingAdd(state.lastStart, options.throttleNanoseconds)
+            if given == nil { now = unretainedLoop.now.nanoseconds }
         }
         return TaskStateMachine.StartGate(policy: options.values.policy, throttleReadyAt: throttleReadyAt, now: now)
     }
@@ -126,8 +129,7 @@ final class RegistryCore: @unchecked Sendable {
         record.options = options
         record.pendingAction = body
         if record.state.phase == .failed { failures[ObjectIdentifier(record)] = nil }
-        let now =
-            options.debounceNanoseconds > 0 || options.throttleNanoseconds > 0 ? unretainedLoop.now.nanoseconds : 0
+        let now: UInt64? = options.debounceNanoseconds > 0 ? unretainedLoop.now.nanoseconds : nil
         let effects = record.state.declare(
             changed: true, debounce: options.debounceNanoseconds, gate: gate(record, now: now),
             counters: &counters)
@@ -327,9 +329,8 @@ final class RegistryCore: @unchecked Sendable {
         case is CancellationError: outcome = .cancelled
         case .some: outcome = .failed
         }
-        let now = record.state.pending == .awaitingPrevious ? loop.now.nanoseconds : 0
         let effects = record.state.runEnded(
-            generation: generation, outcome: outcome, isShutDown: isShutDown, gate: gate(record, now: now),
+            generation: generation, outcome: outcome, isShutDown: isShutDown, gate: gate(record),
             counters: &counters)
         if let ended = effects.endedRun, ended.phase == .failed {
             if ended.generation == record.state.generation { failures[ObjectIdentifier(record)] = failure }
@@ -363,7 +364,7 @@ final class RegistryCore: @unchecked Sendable {
     private func debounceDue(_ entry: DebounceEntry) {
         let record = entry.record
         let effects = record.state.debounceDue(
-            deadline: entry.deadline, gate: gate(record, now: unretainedLoop.now.nanoseconds))
+            deadline: entry.deadline, gate: gate(record))
         carryOut(effects, on: record)
     }
 
@@ -448,8 +449,7 @@ final class RegistryCore: @unchecked Sendable {
                 current.drained()
             }
             guard let successor else { return }
-            let now = successor.state.pending == .awaitingPrevious ? loop.now.nanoseconds : 0
-            carryOut(successor.state.previousRunEnded(gate: gate(successor, now: now)), on: successor)
+            carryOut(successor.state.previousRunEnded(gate: gate(successor)), on: successor)
             guard successor.state.isRemoved else { return }
             current = successor
         }

@@ -118,6 +118,7 @@ struct TaskStateMachine: Sendable, CustomStringConvertible {
     init() {}
 
     /// Whether `generation` is the current run's.
+    @inline(__always)
     func isCurrentRun(_ generation: UInt64) -> Bool {
         run != .none && runGeneration == generation
     }
@@ -187,6 +188,7 @@ struct TaskStateMachine: Sendable, CustomStringConvertible {
     /// changes nothing. Otherwise a new generation begins: a generation still pending ends
     /// superseded, the current run is cancelled unless the policy keeps it, and the new one
     /// waits out `debounce` (nanoseconds; 0 for none) or goes to the start gate.
+    @inline(__always)
     mutating func declare(
         changed: Bool, debounce: UInt64, gate: StartGate, counters: inout RegistryCounters
     ) -> Effects {
@@ -222,6 +224,7 @@ struct TaskStateMachine: Sendable, CustomStringConvertible {
     }
 
     /// A debounce entry came due. Stale unless the generation still waits for that deadline.
+    @inline(__always)
     mutating func debounceDue(deadline: UInt64, gate: StartGate) -> Effects {
         var effects = Effects()
         guard pending == .debouncing, debounceDeadline == deadline, !isRemoved else { return effects }
@@ -230,6 +233,7 @@ struct TaskStateMachine: Sendable, CustomStringConvertible {
     }
 
     /// The throttle timer fired. Stale unless a generation is held by throttle.
+    @inline(__always)
     mutating func throttleDue(gate: StartGate) -> Effects {
         var effects = Effects()
         guard pending == .throttled, !isRemoved else { return effects }
@@ -240,6 +244,7 @@ struct TaskStateMachine: Sendable, CustomStringConvertible {
 
     /// The start pass reached this record. Returns the generation to start, or nil when the
     /// queued generation has since moved on (superseded into a debounce, or removed).
+    @inline(__always)
     mutating func startAllowed(kind: RunKind, counters: inout RegistryCounters) -> UInt64? {
         check(inStartQueue, "startAllowed")
         inStartQueue = false
@@ -272,6 +277,7 @@ struct TaskStateMachine: Sendable, CustomStringConvertible {
     /// A run's action ended: its Swift task returned, or its synchronous action was called.
     /// The current run ends with `outcome`; a cancelled one only stops being counted. A
     /// generation waiting for it may then start.
+    @inline(__always)
     mutating func runEnded(
         generation: UInt64, outcome: Outcome, isShutDown: Bool, gate: StartGate, counters: inout RegistryCounters
     ) -> Effects {
@@ -358,6 +364,7 @@ struct TaskStateMachine: Sendable, CustomStringConvertible {
     }
 
     /// The current run's progress delay elapsed: whether to turn its progress signal on now.
+    @inline(__always)
     mutating func progressDue(generation: UInt64) -> Bool {
         guard isCurrentRun(generation), !showsProgress else { return false }
         showsProgress = true
@@ -366,6 +373,7 @@ struct TaskStateMachine: Sendable, CustomStringConvertible {
 
     // MARK: - Steps shared by events
 
+    @inline(__always)
     private mutating func cancelRun(
         reason: CancellationReason, into effects: inout Effects, counters: inout RegistryCounters
     ) {
@@ -392,6 +400,7 @@ struct TaskStateMachine: Sendable, CustomStringConvertible {
 
     /// Moves the pending generation through the gate: throttle, then the restart policy, then
     /// the start queue.
+    @inline(__always)
     private mutating func advancePending(_ gate: StartGate, into effects: inout Effects) {
         if hasStarted && gate.throttleReadyAt > gate.now {
             if pending != .throttled {
@@ -423,6 +432,7 @@ struct TaskStateMachine: Sendable, CustomStringConvertible {
         }
     }
 
+    @inline(__always)
     private mutating func publishWaitingOnce(into effects: inout Effects) {
         if phase == .waiting { return }
         phase = .waiting
@@ -430,6 +440,7 @@ struct TaskStateMachine: Sendable, CustomStringConvertible {
     }
 
     /// A phase change is the task's phase only for the latest generation.
+    @inline(__always)
     private mutating func setPhase(_ newPhase: Phase, of changed: UInt64) {
         if changed == generation { phase = newPhase }
     }
