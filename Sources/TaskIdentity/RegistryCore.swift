@@ -30,7 +30,7 @@ final class RegistryCore: @unchecked Sendable {
     @exclusivity(unchecked) private var failures: [ObjectIdentifier: any Error] = [:]
     /// Removed records whose cancelled runs a re-declared task of the same slot and name waits
     /// for (`awaitPrevious`, `keepRunning`): each one's ends are passed on to its successor.
-    @exclusivity(unchecked) private var successors: [ObjectIdentifier: AnyTaskRecord] = [:]
+    @exclusivity(unchecked) private var successors: [ObjectIdentifier: Succession] = [:]
     /// The registry that owns this core, for publishing phases with their keys. Weak: a
     /// registry dropped without shutdown leaves running actions that still end here.
     weak var owner: AnyObject?
@@ -140,8 +140,9 @@ final class RegistryCore: @unchecked Sendable {
     @inline(__always)
     private func carryOut(_ effects: TaskStateMachine.Effects, on record: AnyTaskRecord) {
         if effects.stopThrottleTimer { throttles[ObjectIdentifier(record)]?.timer?.stop() }
-        // A cancelled run's handle stays until the next run replaces it or the run ends, so
-        // that `shutdown()` awaited inside that run can tell it is one of this registry's.
+        // A cancelled run's handle stays until the next run of the task replaces it (or the
+        // record goes), so that `shutdown()` awaited inside that run can tell it is one of
+        // this registry's.
         if effects.cancelTask { record.runningTask?.cancel() }
         if effects.dropTask { record.runningTask = nil }
         if effects.dropPendingAction { record.pendingAction = nil }
@@ -416,7 +417,10 @@ final class RegistryCore: @unchecked Sendable {
     /// that await `shutdown()` themselves. `callerIsRun`: the caller is one of them.
     func whenQuiesced(callerIsRun: Bool = false, _ body: @escaping () -> Void) {
         if callerIsRun { runsAwaitingShutdown += 1 }
-        if counters.runningActions == runsAwaitingShutdown { body() } else { quiescedWaiters.append(body) }
+        quiescedWaiters.append(body)
+        // Through `quiesced()`, so that every waiter runs and the count of runs awaiting
+        // shutdown starts again from zero.
+        if counters.runningActions == runsAwaitingShutdown { quiesced() }
     }
 
     private func quiesced() {
@@ -435,15 +439,18 @@ final class RegistryCore: @unchecked Sendable {
     func inherit(_ record: AnyTaskRecord, endingRunsOf previous: AnyTaskRecord) {
         guard previous.state.endingRuns > 0 else { return }
         record.state.inheritEndingRuns(previous.state.endingRuns)
-        successors[ObjectIdentifier(previous)] = record
+        successors[ObjectIdentifier(previous)] = Succession(predecessor: previous, successor: record)
     }
+
+    /// Removed records that passed their runs on to a re-declared task.
+    var successorRecords: [AnyTaskRecord] { successors.values.map(\.predecessor) }
 
     /// One of `record`'s cancelled runs ended after its slot was removed: pass it on along the
     /// chain of successors, and forget each removed record once its runs have all ended.
     private func removedRecordRunEnded(_ record: AnyTaskRecord) {
         var current = record
         while true {
-            let successor = successors.isEmpty ? nil : successors[ObjectIdentifier(current)]
+            let successor = successors.isEmpty ? nil : successors[ObjectIdentifier(current)]?.successor
             if current.state.endingRuns == 0 {
                 if successor != nil { successors[ObjectIdentifier(current)] = nil }
                 current.drained()
@@ -496,4 +503,10 @@ private func isEqual<Left: Hashable>(_ lhs: Left, _ rhs: any Hashable & Sendable
         return lhs == unsafeBitCast(rhs, to: Left.self)
     }
     return compare(rhs)
+}
+
+/// A removed task whose cancelled runs a re-declared task of its slot waits for.
+struct Succession {
+    let predecessor: AnyTaskRecord
+    let successor: AnyTaskRecord
 }

@@ -36,6 +36,8 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
     @exclusivity(unchecked) @usableFromInline var observers:
         [ObserverKey: [UInt64: AsyncStream<TaskPhaseUpdate>.Continuation]] = [:]
     private var nextObserverID: UInt64 = 0
+    /// The slots' records when shutdown began, until every action has ended.
+    private var recordsAtShutdown: [TaskRecord<Key>] = []
     /// Removed tasks whose cancelled runs have not ended, by slot and name: a task declared
     /// again in that slot waits for them under `awaitPrevious` and `keepRunning`.
     @exclusivity(unchecked) @usableFromInline var removedRunning: [ObserverKey: TaskRecord<Key>] = [:]
@@ -472,6 +474,7 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
             return false
         }
         return slots.values.contains(where: runs) || removedRunning.values.contains(where: runs)
+            || recordsAtShutdown.contains(where: runs) || core.successorRecords.contains(where: runs)
     }
 
     /// Whether shutdown has begun. Loop thread only.
@@ -485,12 +488,16 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
         _ = posted.close(dropping: false)
         runPosted()
         core.beginShutdown()
+        // Kept until every action has ended: `shutdown()` awaited later inside one of them
+        // still finds it among this registry's runs.
+        recordsAtShutdown = Array(slots.values) + Array(removedRunning.values)
         for key in Array(slots.keys) { applyRemove(key, reason: .registryShutDown) }
         removedRunning = [:]
         core.closeTimers()
         core.whenQuiesced { [self] in
             for list in self.observers.values { for continuation in list.values { continuation.finish() } }
             self.observers = [:]
+            self.recordsAtShutdown = []
         }
     }
 }

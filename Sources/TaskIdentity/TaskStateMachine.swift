@@ -75,7 +75,8 @@ struct TaskStateMachine: Sendable, CustomStringConvertible {
             case .waiting: return .waiting
             case .running: return .running
             case .finished: return .finished
-            case .failed: return .failed(failure!)  // stored with the phase
+            // The error is stored with the phase while the task is in its slot.
+            case .failed: return .failed(failure ?? UnrecordedFailure())
             case .cancelled(let reason): return .cancelled(reason)
             }
         }
@@ -494,3 +495,7 @@ struct TaskStateMachine: Sendable, CustomStringConvertible {
         return state
     }
 }
+
+/// The error of a `failed` phase read after its task left its slot, when the registry no
+/// longer keeps the error (the registry's own lookups never do this).
+struct UnrecordedFailure: Error {}

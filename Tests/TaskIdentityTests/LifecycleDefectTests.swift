@@ -127,6 +127,42 @@ struct LifecycleDefectTests {
         h.finish()
     }
 
+    /// The only running actions await `shutdown()` themselves, one before and one after
+    /// shutdown began: both calls return, the phase streams end, and a later shutdown returns.
+    @Test func actionsAwaitingShutdownThemselvesLetItFinish() throws {
+        let h = RegistryHarness<String>()
+        let (loop, registry, log) = (h.loop, h.registry, h.log)
+        let streamEnded = Confined(false)
+        let stream = registry.phaseUpdates(of: "first")
+        Task(executorPreference: loop) {
+            for await _ in stream {}
+            streamEnded.value = true
+        }
+        try registry.task("second", id: 1) { [registry] _ in
+            // Cancelled by the shutdown the first action starts; awaits it from its cleanup.
+            do { try await loop.clock.sleep(for: .seconds(3600)) } catch {}
+            await registry.shutdown()
+            log.add("second returned")
+        }
+        loop.run()
+        try registry.task("first", id: 1) { [registry] _ in
+            await registry.shutdown()
+            log.add("first returned")
+        }
+        loop.run()
+        #expect(Set(log.take()) == ["first returned", "second returned"])
+        #expect(streamEnded.value)
+        #expect(registry.counters.runningActions == 0)
+        let outside = Confined(false)
+        Task(executorPreference: loop) { [registry] in
+            await registry.shutdown()
+            outside.value = true
+        }
+        loop.run()
+        #expect(outside.value)
+        h.finish()
+    }
+
     /// `awaitPrevious` across remove and re-declare: the removed task's cancelled run still
     /// holds the new slot's first run back until it ends, so two runs of one task never overlap.
     @Test func awaitPreviousWaitsForTheRemovedSlotsRunToEnd() throws {
