@@ -379,7 +379,9 @@ final class RegistryCore: @unchecked Sendable {
 
     /// The public phase of `record`.
     func phase(of record: AnyTaskRecord) -> TaskPhase {
-        record.state.phase.taskPhase(failure: failures[ObjectIdentifier(record)])
+        let phase = record.state.phase
+        // The side table is looked up only for a failed task.
+        return phase.taskPhase(failure: phase == .failed ? failures[ObjectIdentifier(record)] : nil)
     }
 
     @inline(__always)
