@@ -25,6 +25,12 @@ public struct RegistryCounters: Hashable, Sendable, CustomStringConvertible {
     public var failed: UInt64 = 0
     /// `commit { }` calls dropped because their run was no longer current.
     public var staleCommitsDropped: UInt64 = 0
+    /// Evaluations of observed identities (`task(_:tracking:…)`): one per declaration, and one
+    /// per batch of changes to the state an identity read (every write in a loop turn
+    /// coalesces into one). Each also counts as a declaration.
+    public var identityEvaluations: UInt64 = 0
+    /// Chains of observed runs stopped as cycles (see `ObservationCycleError`).
+    public var observationCyclesStopped: UInt64 = 0
     /// Slots that exist now.
     public var liveSlots: Int = 0
     /// Actions that have not ended yet: Swift tasks (cancelled ones included) and synchronous
@@ -37,6 +43,7 @@ public struct RegistryCounters: Hashable, Sendable, CustomStringConvertible {
     public var description: String {
         "declared=\(declared) unchanged=\(unchanged) started=\(started) restarted=\(restarted) coalesced=\(coalesced) "
             + "cancelled=\(cancelled) finished=\(finished) failed=\(failed) stale_commits_dropped=\(staleCommitsDropped) "
+            + "identity_evaluations=\(identityEvaluations) observation_cycles_stopped=\(observationCyclesStopped) "
             + "live_slots=\(liveSlots) running_actions=\(runningActions) live_generations=\(liveGenerations)"
     }
 
@@ -68,6 +75,8 @@ public struct RegistryCounters: Hashable, Sendable, CustomStringConvertible {
         sum.finished += rhs.finished
         sum.failed += rhs.failed
         sum.staleCommitsDropped += rhs.staleCommitsDropped
+        sum.identityEvaluations += rhs.identityEvaluations
+        sum.observationCyclesStopped += rhs.observationCyclesStopped
         sum.liveSlots += rhs.liveSlots
         sum.runningActions += rhs.runningActions
         sum.liveGenerations += rhs.liveGenerations

@@ -126,8 +126,17 @@ extension TaskContext {
             return
         }
         let context = self
+        // The body runs outside this task: it carries the run's causal link (an observed
+        // run's), so that what it writes is known to be this run's.
+        let cause = ObservedRun.current
         do {
-            try run.loop.execute { _ = context.landIfCurrent(body) }
+            try run.loop.execute {
+                if let cause {
+                    ObservedRun.$current.withValue(cause) { _ = context.landIfCurrent(body) }
+                } else {
+                    _ = context.landIfCurrent(body)
+                }
+            }
         } catch {
             // The loop has shut down: the run is over (cancelled by the registry's shutdown).
         }

@@ -41,6 +41,16 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
     /// Removed tasks whose cancelled runs have not ended, by slot and name: a task declared
     /// again in that slot waits for them under `awaitPrevious` and `keepRunning`.
     @exclusivity(unchecked) @usableFromInline var removedRunning: [ObserverKey: TaskRecord<Key>] = [:]
+    /// The tracking of each observed task (`task(_:tracking:…)`), by slot and name.
+    @exclusivity(unchecked) @usableFromInline var observations: [ObserverKey: AnyIdentityTracker] = [:]
+    /// Where subscriptions post the observed tasks to re-evaluate, from any thread.
+    let observationInbox: ObservationInbox
+    /// How long a chain of observed runs, each caused by the one before it, may grow before the
+    /// next re-evaluation is stopped as a cycle (see `ObservationCycleError`). 100 unless set
+    /// with `init(loop:maxObservationDepth:)`.
+    ///
+    /// Set once, before the registry is shared; may be read from any thread.
+    public internal(set) var maxObservationDepth = 100
 
     /// A call from another thread, queued for the loop. Declarations are stored as values, not
     /// as closures: no allocation per call beyond the queue's growth, and nothing allocated on
@@ -74,6 +84,7 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
     /// May be called from any thread.
     public init(loop: any TaskLoop) {
         core = RegistryCore(loop: loop)
+        observationInbox = ObservationInbox(loop: loop)
         core.owner = self
         // If the loop shuts down first, the registry shuts down with it (on the loop thread,
         // before the loop closes its handles), so that every phase still ends final.
@@ -85,6 +96,8 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
         // `cancelled(.registryShutDown)`) and every phase stream ends, on the loop thread.
         let core = self.core
         guard !core.isShutDown else { return }
+        // Subscriptions may outlive the registry in the models' registrars: detach them now.
+        for tracker in observations.values { tracker.subscription?.cancel() }
         let release = RegistryRelease(core: core, slots: slots, observers: observers)
         if loop.inLoop { release.run() } else { try? loop.execute { release.run() } }
     }
@@ -152,8 +165,10 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
     @inlinable
     func apply(
         _ key: Key, name: TaskName, identity: (any Hashable & Sendable)?, values: TaskOptions.Values,
-        body: RunBody
+        body: RunBody, observed: Bool = false
     ) {
+        // A declaration with an explicit identity replaces an observed one: its tracking ends.
+        if !observations.isEmpty && !observed { stopObserving(ObserverKey(key: key, name: name)) }
         let existing = record(key, name)
         let options: TaskOptions
         if let existing, existing.options.values == values {
@@ -219,6 +234,7 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
         core.counters.liveSlots &-= 1
         var next: AnyTaskRecord? = first
         while let record = next {
+            if !observations.isEmpty { stopObserving(ObserverKey(key: key, name: record.name)) }
             core.remove(record, reason: reason)
             if record.state.endingRuns > 0 && reason == .removed {
                 removedRunning[ObserverKey(key: key, name: record.name)] = unsafeDowncast(
@@ -492,6 +508,8 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
         // still finds it among this registry's runs.
         recordsAtShutdown = Array(slots.values) + Array(removedRunning.values)
         for key in Array(slots.keys) { applyRemove(key, reason: .registryShutDown) }
+        for tracker in observations.values { tracker.stop() }
+        observations = [:]
         removedRunning = [:]
         core.closeTimers()
         core.whenQuiesced { [self] in

@@ -1,0 +1,172 @@
+import UVLoop
+
+/// The action of an observed task: the identity its closure computed, typed, and the run's
+/// context. Runs like a `TaskAction`; its reads of observable state are not tracked.
+public typealias ObservedTaskAction<ID> = nonisolated(nonsending) @Sendable (ID, TaskContext) async throws -> Void
+
+extension TaskRegistry {
+    /// Creates an empty registry on `loop` whose chains of observed runs stop past
+    /// `maxObservationDepth` (see `ObservationCycleError`; the default is 100).
+    ///
+    /// - Throws: `RegistryError.invalidObservationDepth` if `maxObservationDepth` is below 1.
+    /// - Note: May be called from any thread.
+    public convenience init(loop: any TaskLoop, maxObservationDepth: Int) throws(RegistryError) {
+        guard maxObservationDepth >= 1 else { throw .invalidObservationDepth(maxObservationDepth) }
+        self.init(loop: loop)
+        self.maxObservationDepth = maxObservationDepth
+    }
+
+    /// Declares the task `name` of slot `key` with an identity **derived from observable
+    /// state**: `identity` is evaluated now, with Observation tracking the `@Observable`
+    /// properties it reads, and its value is the task's identity. When any of those properties
+    /// changes, on any thread, `identity` is evaluated again on the loop (every write in one
+    /// loop turn coalesces into one evaluation): an equal value does nothing, a different one
+    /// restarts the task exactly as `task(_:id:…)` with that value would, options included.
+    ///
+    /// ```swift
+    /// try registry.task("avatar", tracking: { model.baseURL.appending(path: model.path) }) { url, context in
+    ///     let image = try await fetchImage(url)
+    ///     context.commit { model.image = image }
+    /// }
+    /// ```
+    ///
+    /// - Only `identity` is tracked. The action's reads and writes never are, and properties
+    ///   marked `@ObservationIgnored` are not tracked inside `identity` either: caches the
+    ///   action keeps restart nothing.
+    /// - A task that must run once per slot lifetime (a `for await` loop) is declared without
+    ///   an identity, with `task(_:name:…)`: it is never tracked, whatever it reads.
+    /// - A run's writes (its action, its commits, its child tasks) are known to be its own. A
+    ///   re-evaluation they cause belongs to a chain one run longer; past
+    ///   `maxObservationDepth` runs, the task fails with `ObservationCycleError` instead of
+    ///   restarting, and `RegistryCounters.observationCyclesStopped` counts it.
+    /// - Tracking ends when the slot is removed, when the task is declared again with an
+    ///   explicit `id` (or no id), at shutdown, and when the registry is released. Declaring
+    ///   it again with `tracking:` replaces the closure, the options and the action, and
+    ///   evaluates the new closure at once.
+    ///
+    /// Threading: `identity` runs on the loop thread, always: the state it reads must be
+    /// confined to the loop (created and written there, reached from elsewhere through
+    /// `LoopBound`), or synchronized so that a read on the loop thread is safe. Writes from
+    /// other threads are seen once they are stored (Observation reports them after the store).
+    ///
+    /// - Parameters:
+    ///   - identity: computes the identity, synchronously, on the loop thread.
+    ///   - action: the work, given the identity's value and the run's context.
+    ///   - name, priority, debounce, throttle, policy, progressDelay, executor: as for
+    ///     `task(_:name:id:…)`.
+    /// - Throws: `RegistryError.calledOffLoopThread` off the loop thread; `.shutDown` after
+    ///   shutdown; `.invalidDuration` for a negative duration.
+    /// - Note: Loop thread only: `identity` captures loop-confined state.
+    public func task<ID: Hashable & Sendable>(
+        _ key: Key,
+        name: TaskName = .main,
+        tracking identity: @escaping () -> ID,
+        priority: TaskPriority = .userInitiated,
+        debounce: Duration = .zero,
+        throttle: Duration = .zero,
+        policy: RestartPolicy = .cancelPrevious,
+        progressDelay: Duration? = nil,
+        executor: ActionExecutor = .loop,
+        action: @escaping ObservedTaskAction<ID>
+    ) throws(RegistryError) {
+        let values = try TaskOptions.Values(
+            priority: priority, policy: policy, debounce: debounce, throttle: throttle, progressDelay: progressDelay,
+            executor: executor)
+        try observe(key, name: name, values: values, identity: identity) { id, run in
+            .task({ context in
+                try await ObservedRun.$current.withValue(run) { try await action(id, context) }
+            })
+        }
+    }
+
+    /// Declares the task of `template` in slot `key` with an identity derived from observable
+    /// state, exactly as `task(_:name:tracking:…:action:)` with the template's name, options
+    /// and action. The action reads the identity with `context.id(as: ID.self)`.
+    ///
+    /// - Throws: `RegistryError.calledOffLoopThread` off the loop thread; `.shutDown` after
+    ///   shutdown.
+    /// - Note: Loop thread only: `identity` captures loop-confined state.
+    public func task<ID: Hashable & Sendable>(
+        _ key: Key, tracking identity: @escaping () -> ID, template: TaskTemplate<Key>
+    ) throws(RegistryError) {
+        let body = template.body
+        try observe(key, name: template.name, values: template.values, identity: identity) { _, run in
+            switch body {
+            case .task(let action):
+                return .task({ context in
+                    try await ObservedRun.$current.withValue(run) { try await action(context) }
+                })
+            case .synchronous(let action):
+                return .synchronous({ context in try ObservedRun.$current.withValue(run) { try action(context) } })
+            }
+        }
+    }
+
+    private func observe<ID: Hashable & Sendable>(
+        _ key: Key, name: TaskName, values: TaskOptions.Values, identity: @escaping () -> ID,
+        makeBody: @escaping (ID, ObservedRun) -> RunBody
+    ) throws(RegistryError) {
+        guard loop.inLoop else { throw .calledOffLoopThread }
+        guard !core.isShutDown else { throw .shutDown }
+        let observerKey = ObserverKey(key: key, name: name)
+        stopObserving(observerKey)
+        let tracker = IdentityTracker(
+            registry: self, key: key, name: name, values: values, identity: identity, makeBody: makeBody)
+        observations[observerKey] = tracker
+        tracker.evaluate(cause: nil)
+    }
+
+    /// Ends the tracking of the task `observerKey`, if it is observed. Loop thread only.
+    @usableFromInline
+    func stopObserving(_ observerKey: ObserverKey) {
+        observations.removeValue(forKey: observerKey)?.stop()
+    }
+
+    /// Declares `value`, just computed by `tracker` for a change `cause` made (nil: no
+    /// observed run made it), unless the chain it continues is too long. Loop thread only.
+    func applyObserved<ID>(_ tracker: IdentityTracker<Key, ID>, value: ID, cause: ObservedRun?) {
+        core.counters.identityEvaluations &+= 1
+        let existing = record(tracker.key, tracker.name)
+        if let existing, identitiesEqual(existing.identity, value) {
+            // Counted as an unchanged declaration; no run body is made for it.
+            apply(
+                tracker.key, name: tracker.name, identity: value, values: tracker.values, body: unchangedBody,
+                observed: true)
+            return
+        }
+        let generation = (existing?.generation ?? 0) &+ 1
+        let depth = cause.map { $0.depth &+ 1 } ?? 0
+        guard depth <= maxObservationDepth else {
+            stopCycle(tracker, value: value, generation: generation, cause: cause)
+            return
+        }
+        let run = ObservedRun(key: tracker.key, name: tracker.name, generation: generation, depth: depth, parent: cause)
+        apply(
+            tracker.key, name: tracker.name, identity: value, values: tracker.values,
+            body: tracker.makeBody(value, run), observed: true)
+    }
+
+    /// Declares `value` as a generation that fails with `ObservationCycleError` instead of
+    /// running its action: the previous run is cancelled, and nothing of the chain runs on.
+    private func stopCycle<ID>(
+        _ tracker: IdentityTracker<Key, ID>, value: ID, generation: UInt64, cause: ObservedRun?
+    ) {
+        core.counters.observationCyclesStopped &+= 1
+        let stopped = ObservationCycleError.Link(key: tracker.key, name: tracker.name, generation: generation)
+        let error = ObservationCycleError(chain: (cause?.chain ?? []) + [stopped], limit: maxObservationDepth)
+        // At once, whatever the task's debounce, throttle or policy: the failure is the news.
+        var values = tracker.values
+        values.debounce = .zero
+        values.throttle = .zero
+        values.policy = .cancelPrevious
+        values.progressDelay = nil
+        values.synchronousDelay = .zero
+        apply(
+            tracker.key, name: tracker.name, identity: value, values: values,
+            body: .synchronous({ _ in throw error }), observed: true)
+    }
+}
+
+/// The body passed with an unchanged observed identity: never run (the declaration is
+/// unchanged), and shared, so that an evaluation with an equal value allocates nothing.
+private let unchangedBody = RunBody.synchronous({ _ in })

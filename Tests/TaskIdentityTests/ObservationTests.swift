@@ -1,0 +1,549 @@
+import Observation
+import Synchronization
+import Testing
+import UVLoop
+
+@testable import TaskIdentity
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The seed's image loader: the URL is derived from two properties.
+@Observable
+final class ImageModel {
+    var baseURL = "https://a.example"
+    var path = "/avatar.png"
+    var title = "Profile"
+    var image: String?
+    /// Read by the identity closure, but not tracked.
+    @ObservationIgnored var imageScale = 1
+
+    var url: String { baseURL + path }
+}
+
+/// A counter that a task tracks and (in the cycle tests) writes.
+@Observable
+final class Counter {
+    var value = 0
+    var other = 0
+}
+
+/// The registry's counters that observation moves, for compact expectations.
+private func evaluations<Key>(_ registry: TaskRegistry<Key>) -> UInt64 { registry.counters.identityEvaluations }
+
+@Suite("Observed identities")
+struct ObservationTests {
+    /// The bug that started the field, fixed: both dependencies are tracked, with nothing to
+    /// list by hand, and a property the closure did not read restarts nothing.
+    @Test func imageLoaderRestartsWhenEitherDependencyChanges() throws {
+        let h = RegistryHarness<String>()
+        let (loop, registry, log) = (h.loop, h.registry, h.log)
+        let model = LoopBound(ImageModel(), loop: loop)
+        let phases = PhaseRecorder(registry, "avatar")
+        try registry.task("avatar", tracking: { model.value.baseURL + model.value.path }) { url, context in
+            log.add("load \(url) g\(context.generation)")
+            try await context.clock.sleep(for: .milliseconds(100))
+            context.commit { model.value.image = url }
+        }
+        loop.advance(ms: 50)
+        model.value.path = "/banner.png"  // mid-download
+        loop.advance(ms: 200)
+        #expect(model.value.image == "https://a.example/banner.png")
+        model.value.baseURL = "https://b.example"
+        loop.advance(ms: 200)
+        #expect(model.value.image == "https://b.example/banner.png")
+        let before = evaluations(registry)
+        model.value.title = "Someone else"  // not read by the closure
+        loop.advance(ms: 200)
+        #expect(evaluations(registry) == before, "a property the closure did not read is not tracked")
+        #expect(
+            log.take() == [
+                "load https://a.example/avatar.png g1", "load https://a.example/banner.png g2",
+                "load https://b.example/banner.png g3",
+            ])
+        #expect(
+            phases.take() == [
+                "g1 running", "g1 cancelled(identityChanged)", "g2 running", "g2 finished", "g3 running",
+                "g3 finished",
+            ])
+        #expect(registry.counters.started == 3)
+        h.finish()
+    }
+
+    /// The action receives the identity typed, and every option of `task(_:id:)` applies:
+    /// here a debounce, whose window each change re-arms.
+    @Test func typedIdentityAndDebounceApply() throws {
+        let h = RegistryHarness<Int>()
+        let (loop, registry, log) = (h.loop, h.registry, h.log)
+        let counter = LoopBound(Counter(), loop: loop)
+        try registry.task(1, tracking: { counter.value.value }, debounce: .milliseconds(100)) { value, context in
+            let typed: Int = value
+            log.add("run \(typed) g\(context.generation) id \(context.id(as: Int.self)!)")
+        }
+        loop.advance(ms: 50)
+        counter.value.value = 1
+        loop.advance(ms: 50)
+        counter.value.value = 2
+        loop.advance(ms: 99)
+        #expect(log.take() == [], "each change re-armed the debounce")
+        loop.advance(ms: 1)
+        #expect(log.take() == ["run 2 g3 id 2"])
+        #expect(registry.counters.coalesced == 2)
+        h.finish()
+    }
+
+    /// 1,000 writes in one turn: one evaluation and one restart.
+    @Test func writesInOneTurnCoalesceIntoOneEvaluation() throws {
+        let h = RegistryHarness<Int>()
+        let (loop, registry, log) = (h.loop, h.registry, h.log)
+        let counter = LoopBound(Counter(), loop: loop)
+        try registry.task(1, tracking: { counter.value.value }) { value, _ in log.add("run \(value)") }
+        loop.run()
+        #expect(log.take() == ["run 0"])
+        #expect(evaluations(registry) == 1)
+        for value in 1...1_000 { counter.value.value = value }
+        loop.run()
+        #expect(evaluations(registry) == 2, "one evaluation for the whole burst")
+        #expect(log.take() == ["run 1000"])
+        #expect(registry.counters.started == 2)
+        h.finish()
+    }
+
+    /// Reason 3: what the action reads and writes is not tracked, and neither is an
+    /// `@ObservationIgnored` property read by the closure.
+    @Test func cachesAndIgnoredPropertiesRestartNothing() throws {
+        let h = RegistryHarness<String>()
+        let (loop, registry, log) = (h.loop, h.registry, h.log)
+        let model = LoopBound(ImageModel(), loop: loop)
+        let counter = LoopBound(Counter(), loop: loop)
+        try registry.task("avatar", tracking: { "\(model.value.url)@\(model.value.imageScale)x" }) { url, context in
+            // The action reads and writes a cache of its own: the model's `image`, and a counter.
+            context.commit {
+                log.add("load \(url) cached \(model.value.image ?? "none")")
+                model.value.image = url
+                counter.value.value += 1
+            }
+        }
+        loop.run()
+        #expect(log.take() == ["load https://a.example/avatar.png@1x cached none"])
+        model.value.image = "evicted"  // the action's cache, written from outside
+        counter.value.value = 42
+        model.value.imageScale = 2  // @ObservationIgnored: read by the closure, not tracked
+        loop.run()
+        #expect(log.take() == [])
+        #expect(registry.counters.started == 1)
+        #expect(evaluations(registry) == 1)
+        model.value.path = "/banner.png"  // a tracked property: the ignored one is read anew
+        loop.run()
+        #expect(log.take() == ["load https://a.example/banner.png@2x cached evicted"])
+        h.finish()
+    }
+
+    /// Reason 2: a task declared without an identity runs once per slot lifetime, whatever
+    /// observable state its action reads; a continuous loop over a sequence is the example.
+    @Test func runOnceTaskIsNotRestartedByStateItReads() throws {
+        let h = RegistryHarness<String>()
+        let (loop, registry, log) = (h.loop, h.registry, h.log)
+        let counter = LoopBound(Counter(), loop: loop)
+        let (ticks, ticker) = AsyncStream.makeStream(of: Int.self)
+        try registry.task("feed") { context in
+            log.add("subscribe")
+            for await tick in ticks {
+                context.commit { log.add("tick \(tick) sees \(counter.value.value)") }
+            }
+        }
+        loop.run()
+        ticker.yield(1)
+        loop.run()
+        counter.value.value = 5
+        loop.run()
+        ticker.yield(2)
+        loop.run()
+        #expect(log.take() == ["subscribe", "tick 1 sees 0", "tick 2 sees 5"])
+        #expect(registry.counters.started == 1)
+        #expect(evaluations(registry) == 0)
+        ticker.finish()
+        h.finish()
+    }
+
+    /// A → A: each run writes the state its own identity reads, forever. The chain is stopped
+    /// past the limit, with the error naming every run of it.
+    @Test func selfCycleIsStoppedAtTheDefaultLimit() throws {
+        let h = RegistryHarness<String>()
+        let (loop, registry) = (h.loop, h.registry)
+        #expect(registry.maxObservationDepth == 100)
+        let counter = LoopBound(Counter(), loop: loop)
+        let bystander = LoopBound(Counter(), loop: loop)
+        let bystanderRuns = Confined(0)
+        try registry.task("B", tracking: { bystander.value.value }) { _, _ in bystanderRuns.value += 1 }
+        try registry.task("A", tracking: { counter.value.value }) { value, context in
+            context.commit { counter.value.value = value + 1 }
+        }
+        loop.run()
+        guard case .failed(let error as ObservationCycleError)? = registry.phase(of: "A") else {
+            Issue.record("A should have failed with a cycle error: \(String(describing: registry.phase(of: "A")))")
+            return
+        }
+        // Runs at depths 0...100 ran (101 of them); the 102nd generation was stopped.
+        #expect(counter.value.value == 101)
+        #expect(error.limit == 100)
+        #expect(error.chain.count == 102)
+        #expect(error.chain.allSatisfy { $0.key as? String == "A" && $0.name == .main })
+        #expect(error.chain.map(\.generation) == Array(1...102))
+        #expect(error.cycle.map { $0.key as? String } == ["A"])
+        #expect(error.description.contains("\"A\"/main → \"A\"/main"))
+        #expect(registry.counters.observationCyclesStopped == 1)
+        #expect(registry.counters.started == 1 + 101 + 1, "B's run, A's runs, and the stopped generation")
+        #expect(registry.counters.failed == 1)
+        // The registry and every other slot go on working.
+        bystander.value.value = 1
+        loop.run()
+        #expect(bystanderRuns.value == 2)
+        // Tracking goes on: a change from outside the chain restarts A, and the cycle is stopped again.
+        counter.value.value = 1_000
+        loop.run()
+        #expect(registry.counters.observationCyclesStopped == 2)
+        h.finish()
+    }
+
+    /// A → B → A across slots, with a configured limit: each task writes what the other reads,
+    /// once a write from outside has started the chain.
+    @Test func crossSlotCycleIsStoppedWithTheChainInOrder() throws {
+        let loop = TestLoop()
+        let registry = try TaskRegistry<String>(loop: loop, maxObservationDepth: 5)
+        let ping = LoopBound(Counter(), loop: loop)
+        let pong = LoopBound(Counter(), loop: loop)
+        try registry.task("A", tracking: { ping.value.value }) { value, context in
+            if value > 0 { context.commit { pong.value.value = value + 1 } }
+        }
+        try registry.task("B", tracking: { pong.value.value }) { value, context in
+            if value > 0 { context.commit { ping.value.value = value + 1 } }
+        }
+        loop.run()
+        #expect(registry.counters.started == 2)
+        ping.value.value = 1  // from outside: the root of the chain
+        loop.run()
+        guard case .failed(let error as ObservationCycleError)? = registry.phase(of: "A") else {
+            Issue.record("A should have failed with a cycle error: \(String(describing: registry.phase(of: "A")))")
+            return
+        }
+        // Depths 0...5 ran, alternating; A's next generation, at depth 6, was stopped.
+        #expect(error.chain.map { $0.key as? String } == ["A", "B", "A", "B", "A", "B", "A"])
+        #expect(error.chain.map(\.generation) == [2, 2, 3, 3, 4, 4, 5])
+        #expect(error.cycle.map { $0.key as? String } == ["A", "B"])
+        #expect(error.limit == 5)
+        #expect(registry.phase(of: "B")?.description == "finished", "B's last run finished; only A is stopped")
+        #expect(registry.counters.observationCyclesStopped == 1)
+        registry.startShutdown()
+        loop.run()
+        #expect(registry.counters.runningActions == 0)
+        loop.shutdown()
+    }
+
+    /// A task that writes once and then sees an equal value converges: never flagged.
+    @Test func convergingWriteOnceTaskIsNotFlagged() throws {
+        let h = RegistryHarness<Int>()
+        let (loop, registry, log) = (h.loop, h.registry, h.log)
+        let counter = LoopBound(Counter(), loop: loop)
+        counter.value.value = 7
+        // Normalizes the value to an even one: one write, after which the identity is stable.
+        try registry.task(1, tracking: { counter.value.value }) { value, context in
+            log.add("run \(value)")
+            if value % 2 == 1 { context.commit { counter.value.value = value + 1 } }
+        }
+        loop.run()
+        #expect(log.take() == ["run 7", "run 8"])
+        // A write of an equal identity through a different property read is evaluated, and
+        // does nothing: the closure's value did not change.
+        counter.value.value = 8
+        loop.run()
+        #expect(log.take() == [])
+        #expect(registry.counters.observationCyclesStopped == 0)
+        #expect(registry.phase(of: 1)?.description == "finished")
+        h.finish()
+    }
+
+    /// With a limit of 2, a chain of exactly 2 caused runs passes and 3 is stopped.
+    @Test func theLimitIsExact() throws {
+        for (writes, stopped) in [(2, false), (3, true)] {
+            let loop = TestLoop()
+            let registry = try TaskRegistry<Int>(loop: loop, maxObservationDepth: 2)
+            let counter = LoopBound(Counter(), loop: loop)
+            try registry.task(1, tracking: { counter.value.value }) { value, context in
+                if value < writes { context.commit { counter.value.value = value + 1 } }
+            }
+            loop.run()
+            #expect(registry.counters.observationCyclesStopped == (stopped ? 1 : 0), "\(writes) writes")
+            var failedWithCycle = false
+            if case .failed(_ as ObservationCycleError)? = registry.phase(of: 1) { failedWithCycle = true }
+            #expect(failedWithCycle == stopped, "\(writes) writes: \(String(describing: registry.phase(of: 1)))")
+            registry.startShutdown()
+            loop.run()
+            loop.shutdown()
+        }
+    }
+
+    /// Removing the slot ends the tracking: a later write evaluates nothing, and the closure
+    /// (with what it captured) is freed.
+    @Test func removalEndsTrackingAndFreesTheClosure() throws {
+        let h = RegistryHarness<Int>()
+        let (loop, registry) = (h.loop, h.registry)
+        let counter = LoopBound(Counter(), loop: loop)
+        weak var weakWitness: Witness?
+        do {
+            let witness = Witness()
+            weakWitness = witness
+            try registry.task(
+                1,
+                tracking: {
+                    _ = witness; return counter.value.value
+                }
+            ) { _, _ in }
+        }
+        loop.run()
+        #expect(weakWitness != nil)
+        try registry.remove(1)
+        loop.run()
+        #expect(weakWitness == nil, "the tracking's closure is freed with the slot")
+        counter.value.value = 1
+        loop.run()
+        #expect(evaluations(registry) == 1)
+        #expect(registry.contains(1) == false, "a late write does not bring the slot back")
+        h.finish()
+    }
+
+    /// Shutdown and releasing the registry end the tracking too.
+    @Test func shutdownAndReleaseEndTracking() throws {
+        let loop = TestLoop()
+        let counter = LoopBound(Counter(), loop: loop)
+        weak var weakWitness: Witness?
+        weak var weakRegistry: TaskRegistry<Int>?
+        do {
+            let registry = TaskRegistry<Int>(loop: loop)
+            weakRegistry = registry
+            let witness = Witness()
+            weakWitness = witness
+            try registry.task(
+                1,
+                tracking: {
+                    _ = witness; return counter.value.value
+                }
+            ) { _, _ in }
+            loop.run()
+            registry.startShutdown()
+            loop.run()
+            counter.value.value = 1
+            loop.run()
+            #expect(registry.counters.identityEvaluations == 1)
+            #expect(throws: RegistryError.shutDown) { try registry.task(2, tracking: { 0 }) { _, _ in } }
+        }
+        #expect(weakWitness == nil)
+        #expect(weakRegistry == nil)
+        // Released without shutdown, with a write pending.
+        do {
+            let registry = TaskRegistry<Int>(loop: loop)
+            let witness = Witness()
+            weakWitness = witness
+            try registry.task(
+                1,
+                tracking: {
+                    _ = witness; return counter.value.value
+                }
+            ) { _, _ in }
+            loop.run()
+            counter.value.value = 2  // posted; evaluated after the registry is gone
+        }
+        loop.run()
+        #expect(weakWitness == nil, "nothing of the tracking outlives the registry")
+        counter.value.value = 3
+        loop.run()
+        #expect(loop.queuedWorkCount == 0)
+        loop.shutdown()
+    }
+
+    /// Declaring with an explicit id replaces the tracking; declaring with `tracking:` again
+    /// replaces the closure and evaluates it at once.
+    @Test func redeclaringReplacesTheTracking() throws {
+        let h = RegistryHarness<Int>()
+        let (loop, registry, log) = (h.loop, h.registry, h.log)
+        let counter = LoopBound(Counter(), loop: loop)
+        try registry.task(1, tracking: { counter.value.value }) { value, _ in log.add("value \(value)") }
+        loop.run()
+        try registry.task(1, tracking: { counter.value.other }) { value, _ in log.add("other \(value)") }
+        loop.run()
+        #expect(log.take() == ["value 0"], "the new closure's value is equal: nothing restarts")
+        counter.value.value = 1  // no longer read
+        counter.value.other = 2
+        loop.run()
+        #expect(log.take() == ["other 2"])
+        try registry.task(1, id: "explicit") { _ in log.add("explicit") }
+        loop.run()
+        counter.value.other = 3
+        loop.run()
+        #expect(log.take() == ["explicit"])
+        #expect(evaluations(registry) == 3)
+        h.finish()
+    }
+
+    /// A template declared with `tracking:`, synchronous here: its action reads the identity
+    /// from the context, and its writes are its run's (a self-cycle is stopped).
+    @Test func templatesTakeObservedIdentities() throws {
+        let loop = TestLoop()
+        let registry = try TaskRegistry<Int>(loop: loop, maxObservationDepth: 3)
+        let counter = LoopBound(Counter(), loop: loop)
+        let seen = Confined([Int]())
+        let template = try TaskTemplate<Int>.synchronous { _, context in
+            let value = context.id(as: Int.self)!
+            seen.value.append(value)
+            context.commit { counter.value.value = value + 1 }
+        }
+        try registry.task(1, tracking: { counter.value.value }, template: template)
+        loop.run()
+        #expect(seen.value == [0, 1, 2, 3])
+        #expect(registry.counters.observationCyclesStopped == 1)
+        registry.startShutdown()
+        loop.run()
+        loop.shutdown()
+    }
+
+    /// An action on the global executor that commits through `postCommit`: its body runs on the
+    /// loop outside the run's task, and still counts as the run's write.
+    @Test func postCommitWritesBelongToTheirRun() async throws {
+        let loop = UVLoop(name: "observed-post-commit")
+        try loop.start()
+        let registry = try TaskRegistry<Int>(loop: loop, maxObservationDepth: 4)
+        let counter = try await loop.submit { LoopBound(Counter(), loop: loop) }
+        try await loop.submit {
+            try registry.task(1, tracking: { counter.value.value }, executor: .global) { value, context in
+                context.postCommit { counter.value.value = value + 1 }
+            }
+        }
+        while try await registry.countersSnapshot().observationCyclesStopped == 0 { await Task.yield() }
+        let final = try await loop.submit { counter.value.value }
+        #expect(final == 5, "depths 0...4 wrote, the sixth generation was stopped")
+        await registry.shutdown()
+        try loop.syncShutdown()
+    }
+
+    /// Writes from 4 threads at once, on a real loop: every slot ends with the identity of its
+    /// model's last write (Observation reports a write after it is stored, so the evaluation it
+    /// posts reads the new value).
+    @Test func writesFromFourThreadsEndAtTheLastValues() async throws {
+        let loop = UVLoop(name: "observed-threads")
+        try loop.start()
+        let registry = TaskRegistry<Int>(loop: loop)
+        let models = (0..<40).map { _ in SharedCounter() }
+        let committed = try await loop.submit { LoopBound([Int: Int](), loop: loop) }
+        try await loop.submit {
+            for (slot, model) in models.enumerated() {
+                try registry.task(slot, tracking: { model.value }) { value, context in
+                    context.commit { committed.value[slot] = value }
+                }
+            }
+        }
+        let writers = (0..<4).map { thread in
+            PlainThread {
+                for write in 1...20_000 { models[thread * 10 + write % 10].value = write }
+            }
+        }
+        for writer in writers { writer.join() }
+        var expected: [Int: Int] = [:]
+        for thread in 0..<4 {
+            for slot in 0..<10 { expected[thread * 10 + slot] = (1...20_000).last { $0 % 10 == slot }! }
+        }
+        // Posted evaluations and their runs finish in a few loop turns; a lost write never does.
+        var finals: [Int: Int] = [:]
+        for _ in 0..<100_000 {
+            finals = try await loop.submit { committed.value }
+            if finals == expected { break }
+            await Task.yield()
+        }
+        #expect(finals == expected)
+        let counters = try await registry.countersSnapshot()
+        #expect(counters.identityEvaluations < 40 + 80_000, "writes coalesced: \(counters)")
+        await registry.shutdown()
+        try loop.syncShutdown()
+        #expect(loop.liveHandleCount == 0)
+    }
+
+    /// Bad input gets typed errors.
+    @Test func offLoopDeclarationsAndBadLimitsAreTypedErrors() async throws {
+        let loop = TestLoop()
+        #expect(throws: RegistryError.invalidObservationDepth(0)) {
+            try TaskRegistry<Int>(loop: loop, maxObservationDepth: 0)
+        }
+        let registry = TaskRegistry<Int>(loop: loop)
+        let offLoop = PlainThread { () -> RegistryError? in
+            do throws(RegistryError) {
+                try registry.task(1, tracking: { 1 }) { _, _ in }
+                return nil
+            } catch {
+                return error
+            }
+        }
+        #expect(offLoop.join() == .calledOffLoopThread)
+        #expect(registry.counters.declared == 0)
+        registry.startShutdown()
+        loop.run()
+        loop.shutdown()
+    }
+}
+
+/// A model written from several threads at once: each property is stored atomically, and its
+/// accessors report to Observation by hand (what `@Observable` generates, around an atomic).
+final class SharedCounter: Observable, Sendable {
+    private let registrar = ObservationRegistrar()
+    private let storage = Atomic<Int>(0)
+
+    var value: Int {
+        get {
+            registrar.access(self, keyPath: \.value)
+            return storage.load(ordering: .acquiring)
+        }
+        set {
+            registrar.withMutation(of: self, keyPath: \.value) { storage.store(newValue, ordering: .releasing) }
+        }
+    }
+}
+
+/// An object whose lifetime shows whether a closure that captured it was freed.
+final class Witness: Sendable {}
+
+/// A plain thread that runs `body` and hands back its result.
+final class PlainThread<Result: Sendable>: ThreadBody, @unchecked Sendable {
+    // @unchecked Sendable: `result` is written by the thread before `join` reads it (pthread_join orders them).
+    private var result: Result?
+    private var handle = pthread_t()
+    private let body: @Sendable () -> Result
+
+    init(_ body: @escaping @Sendable () -> Result) {
+        self.body = body
+        start()
+    }
+
+    private func start() {
+        let box = Unmanaged<AnyObject>.passRetained(self).toOpaque()
+        var created = pthread_t()
+        pthread_create(&created, nil, plainThreadMain, box)
+        handle = created
+    }
+
+    /// Runs the body on the new thread. Any thread.
+    func runBody() { result = body() }
+
+    func join() -> Result {
+        pthread_join(handle, nil)
+        return result!
+    }
+}
+
+/// What a plain thread's C entry point calls.
+protocol ThreadBody: AnyObject {
+    func runBody()
+}
+
+private func plainThreadMain(_ raw: UnsafeMutableRawPointer?) -> UnsafeMutableRawPointer? {
+    (Unmanaged<AnyObject>.fromOpaque(raw!).takeRetainedValue() as! any ThreadBody).runBody()
+    return nil
+}
