@@ -6,11 +6,11 @@ import Synchronization
 import UVLoop
 
 /// The tracking of one observed task: its identity closure, evaluated on the loop thread with
-/// Observation tracking its reads, and what to declare with the value. Each evaluation
-/// subscribes anew (`ObservationSubscription`); the first change after it posts one
-/// re-evaluation to the loop, so every write in between coalesces into it.
+/// Observation tracking its reads, and what to declare with the value. Each evaluation arms the
+/// tracker's `ObservationSubscription`; the first change after it posts one re-evaluation to
+/// the loop, so every write in between coalesces into it.
 ///
-/// Loop thread only, except that a subscription holds it until it fires or is cancelled.
+/// Loop thread only, except that an armed subscription holds it until it fires or is cancelled.
 @usableFromInline
 class AnyIdentityTracker: @unchecked Sendable {
     // @unchecked Sendable: a subscription hands the tracker to the loop through the registry's
@@ -18,8 +18,16 @@ class AnyIdentityTracker: @unchecked Sendable {
 
     /// False once the task's tracking has ended (slot removed, re-declared, shutdown).
     final var isTracking = true
-    /// The subscription of the latest evaluation, until it fires or tracking ends.
-    final var subscription: ObservationSubscription?
+    final let subscription: ObservationSubscription
+    /// What Observation calls after a tracked property is stored: made once per tracker, so
+    /// that an evaluation allocates no closure for it.
+    final let onChange: @Sendable (ObservationTracking) -> Void
+
+    init(inbox: ObservationInbox) {
+        let subscription = ObservationSubscription(inbox: inbox)
+        self.subscription = subscription
+        self.onChange = { tracking in subscription.fired(tracking) }
+    }
 
     /// Evaluates the identity closure and declares its value. Overridden per key and id type.
     func evaluate(cause: ObservedRun?) {}
@@ -27,8 +35,7 @@ class AnyIdentityTracker: @unchecked Sendable {
     /// Ends the tracking: no later write re-evaluates, and no subscription keeps this alive.
     @usableFromInline final func stop() {
         isTracking = false
-        subscription?.cancel()
-        subscription = nil
+        subscription.cancel()
     }
 }
 
@@ -44,6 +51,9 @@ final class IdentityTracker<Key: Hashable & Sendable, ID: Hashable & Sendable>: 
     let identity: () -> ID
     /// The run body for a value, carrying its causal link (see `ObservedRun`).
     let makeBody: (ID, ObservedRun) -> RunBody
+    /// The task's record once declared, so that an evaluation needs no lookup by key. Tracking
+    /// ends before the record can be replaced (removal, an explicit declaration).
+    var record: TaskRecord<Key>?
 
     init(
         registry: TaskRegistry<Key>, key: Key, name: TaskName, values: TaskOptions.Values,
@@ -55,14 +65,13 @@ final class IdentityTracker<Key: Hashable & Sendable, ID: Hashable & Sendable>: 
         self.values = values
         self.identity = identity
         self.makeBody = makeBody
+        super.init(inbox: registry.observationInbox)
     }
 
     override func evaluate(cause: ObservedRun?) {
         guard isTracking, let registry else { return }
-        let subscription = ObservationSubscription(tracker: self, inbox: registry.observationInbox)
-        self.subscription?.cancel()
-        self.subscription = subscription
-        var value = withObservationTracking(identity, didSet: { tracking in subscription.fired(tracking) })
+        subscription.arm(self)
+        var value = withObservationTracking(identity, didSet: onChange)
         // Observation installs the subscription after `identity` returns: a write stored on
         // another thread in between is reported to nobody. Read once more, now that it is
         // installed: that read sees every write stored before, and every later write fires.
@@ -74,34 +83,42 @@ final class IdentityTracker<Key: Hashable & Sendable, ID: Hashable & Sendable>: 
     }
 }
 
-/// The link between one evaluation's reads and its tracker. Observation calls `fired` on the
-/// writer's thread, in the writer's context, after the value is stored; the first call posts
-/// the tracker to the loop with the writer's causal link, later ones do nothing.
+/// The link between a tracker's evaluations and Observation. Observation calls `fired` on the
+/// writer's thread, in the writer's context, after the value is stored; the first call after
+/// `arm` posts the tracker to the loop with the writer's causal link, later ones do nothing.
 ///
 /// May be used from any thread: the tracker reference is an atomic word.
 final class ObservationSubscription: Sendable {
-    /// The tracker, retained, as a bit pattern; 0 once fired or cancelled. Exchanged
-    /// atomically, so exactly one of `fired` and `cancel` takes (and releases) it.
-    private let tracker: Atomic<UInt>
+    /// The tracker, retained, as a bit pattern; 0 when not armed. Exchanged atomically, so
+    /// exactly one of `fired` and `cancel` takes (and releases) each arming's reference.
+    private let tracker = Atomic<UInt>(0)
     private let inbox: ObservationInbox
 
-    init(tracker: AnyIdentityTracker, inbox: ObservationInbox) {
-        // Unmanaged: the retained reference is owned by this word and released by whoever
-        // exchanges it for 0 (see docs/safety.md; `ObservationTests` checks the tracker is freed).
-        self.tracker = Atomic(UInt(bitPattern: Unmanaged.passRetained(tracker).toOpaque()))
+    init(inbox: ObservationInbox) {
         self.inbox = inbox
     }
 
     deinit { cancel() }
 
-    /// A property this evaluation read has changed. Any thread.
+    /// Arms the subscription with `tracker` (its own), unless it is armed already. Loop thread.
+    func arm(_ tracker: AnyIdentityTracker) {
+        // Unmanaged: the retained reference is owned by this word and released by whoever
+        // exchanges it for 0 (see docs/safety.md; `ObservationTests` checks the tracker is freed).
+        let retained = Unmanaged.passRetained(tracker)
+        let bits = UInt(bitPattern: retained.toOpaque())
+        if !self.tracker.compareExchange(expected: 0, desired: bits, ordering: .acquiringAndReleasing).exchanged {
+            retained.release()  // still armed from an evaluation that no write has fired yet
+        }
+    }
+
+    /// A property an evaluation read has changed. Any thread.
     func fired(_ tracking: ObservationTracking) {
         tracking.cancel()  // one notification per evaluation: later writes wait for the next one
         guard let tracker = take() else { return }
         inbox.post(tracker, cause: ObservedRun.current)
     }
 
-    /// Drops the tracker without posting it. Any thread.
+    /// Disarms the subscription without posting. Any thread.
     func cancel() {
         _ = take()
     }

@@ -126,24 +126,41 @@ extension TaskRegistry {
     /// observed run made it), unless the chain it continues is too long. Loop thread only.
     func applyObserved<ID>(_ tracker: IdentityTracker<Key, ID>, value: ID, cause: ObservedRun?) {
         core.counters.identityEvaluations &+= 1
-        let existing = record(tracker.key, tracker.name)
-        if let existing, identitiesEqual(existing.identity, value) {
-            // Counted as an unchanged declaration; no run body is made for it.
+        var existing = tracker.record
+        if existing == nil || existing!.state.isRemoved {
+            existing = record(tracker.key, tracker.name)
+            tracker.record = existing
+        }
+        let depth = cause.map { $0.depth &+ 1 } ?? 0
+        guard let existing else {
+            let run = ObservedRun(key: tracker.key, name: tracker.name, generation: 1, depth: depth, parent: cause)
             apply(
-                tracker.key, name: tracker.name, identity: value, values: tracker.values, body: unchangedBody,
-                observed: true)
+                tracker.key, name: tracker.name, identity: value, values: tracker.values,
+                body: tracker.makeBody(value, run), observed: true)
             return
         }
-        let generation = (existing?.generation ?? 0) &+ 1
-        let depth = cause.map { $0.depth &+ 1 } ?? 0
+        guard !identitiesEqual(existing.identity, value) else {
+            // Counted as an unchanged declaration; no run body is made for it.
+            core.declare(existing, isNew: false, identity: value, options: existing.options, body: unchangedBody)
+            return
+        }
+        let generation = existing.generation &+ 1
         guard depth <= maxObservationDepth else {
             stopCycle(tracker, value: value, generation: generation, cause: cause)
             return
         }
         let run = ObservedRun(key: tracker.key, name: tracker.name, generation: generation, depth: depth, parent: cause)
-        apply(
-            tracker.key, name: tracker.name, identity: value, values: tracker.values,
-            body: tracker.makeBody(value, run), observed: true)
+        let options: TaskOptions
+        if existing.options.values == tracker.values {
+            options = existing.options
+        } else {
+            do {
+                options = try core.options(for: tracker.values)
+            } catch {
+                return  // only a loop that is shutting down refuses a timer; the registry goes with it
+            }
+        }
+        core.declare(existing, isNew: false, identity: value, options: options, body: tracker.makeBody(value, run))
     }
 
     /// Declares `value` as a generation that fails with `ObservationCycleError` instead of

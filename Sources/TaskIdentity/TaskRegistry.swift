@@ -97,7 +97,7 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
         let core = self.core
         guard !core.isShutDown else { return }
         // Subscriptions may outlive the registry in the models' registrars: detach them now.
-        for tracker in observations.values { tracker.subscription?.cancel() }
+        for tracker in observations.values { tracker.subscription.cancel() }
         let release = RegistryRelease(core: core, slots: slots, observers: observers)
         if loop.inLoop { release.run() } else { try? loop.execute { release.run() } }
     }
