@@ -134,11 +134,16 @@ final class ObservationSubscription: Sendable {
 /// every tracker posted before the loop takes them; a tracker is posted at most once per
 /// evaluation, so the inbox holds at most one entry per observed task.
 final class ObservationInbox: @unchecked Sendable {
-    // @unchecked Sendable: `pending` and `drainScheduled` are only touched under `mutex`.
+    // @unchecked Sendable: `pending` and `drainScheduled` are only touched under `mutex`;
+    // `draining` only on the loop thread, inside `drain`.
     private let mutex = PThreadMutex()
     private var pending: [(tracker: AnyIdentityTracker, cause: ObservedRun?)] = []
     private var drainScheduled = false
-    private let loop: any TaskLoop
+    /// The batch being evaluated: swapped with `pending`, so that both keep their capacity.
+    private var draining: [(tracker: AnyIdentityTracker, cause: ObservedRun?)] = []
+    /// Weak: a subscription left in a model's registrar (until that property's next write)
+    /// keeps this inbox, and must not keep a loop its owner has dropped.
+    private weak var loop: (any TaskLoop)?
 
     init(loop: any TaskLoop) {
         self.loop = loop
@@ -152,12 +157,12 @@ final class ObservationInbox: @unchecked Sendable {
         drainScheduled = true
         mutex.unlock()
         guard schedule else { return }
-        do {
-            try loop.execute { [self] in self.drain() }
-        } catch {
-            // The loop has shut down, and every registry on it with it: tracking has ended.
+        let scheduled: Void? = try? loop?.execute { [self] in self.drain() }
+        if scheduled == nil {
+            // The loop is gone or has shut down, and every registry on it with it: tracking
+            // has ended.
             mutex.lock()
-            pending = []
+            pending.removeAll()
             drainScheduled = false
             mutex.unlock()
         }
@@ -166,10 +171,10 @@ final class ObservationInbox: @unchecked Sendable {
     /// Re-evaluates every posted tracker, in posting order. Loop thread only.
     private func drain() {
         mutex.lock()
-        let batch = pending
-        pending = []
+        swap(&pending, &draining)
         drainScheduled = false
         mutex.unlock()
-        for (tracker, cause) in batch { tracker.evaluate(cause: cause) }
+        for (tracker, cause) in draining { tracker.evaluate(cause: cause) }
+        draining.removeAll(keepingCapacity: true)
     }
 }
