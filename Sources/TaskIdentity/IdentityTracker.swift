@@ -92,7 +92,10 @@ final class ObservationSubscription: Sendable {
     /// The tracker, retained, as a bit pattern; 0 when not armed. Exchanged atomically, so
     /// exactly one of `fired` and `cancel` takes (and releases) each arming's reference.
     private let tracker = Atomic<UInt>(0)
-    private let inbox: ObservationInbox
+    /// Weak: a subscription left in a model's registrar (until that property's next write)
+    /// must not keep the inbox, and with it the loop, alive. (A weak reference to the loop
+    /// itself would send every retain of the loop down the runtime's slow path.)
+    private weak let inbox: ObservationInbox?
 
     init(inbox: ObservationInbox) {
         self.inbox = inbox
@@ -115,7 +118,7 @@ final class ObservationSubscription: Sendable {
     func fired(_ tracking: ObservationTracking) {
         tracking.cancel()  // one notification per evaluation: later writes wait for the next one
         guard let tracker = take() else { return }
-        inbox.post(tracker, cause: ObservedRun.current)
+        inbox?.post(tracker, cause: ObservedRun.current)
     }
 
     /// Disarms the subscription without posting. Any thread.
@@ -135,15 +138,14 @@ final class ObservationSubscription: Sendable {
 /// evaluation, so the inbox holds at most one entry per observed task.
 final class ObservationInbox: @unchecked Sendable {
     // @unchecked Sendable: `pending` and `drainScheduled` are only touched under `mutex`;
-    // `draining` only on the loop thread, inside `drain`.
+    // `draining` only on the loop thread, inside `drain`. Owned by its registry; subscriptions
+    // reach it weakly.
     private let mutex = PThreadMutex()
     private var pending: [(tracker: AnyIdentityTracker, cause: ObservedRun?)] = []
     private var drainScheduled = false
     /// The batch being evaluated: swapped with `pending`, so that both keep their capacity.
     private var draining: [(tracker: AnyIdentityTracker, cause: ObservedRun?)] = []
-    /// Weak: a subscription left in a model's registrar (until that property's next write)
-    /// keeps this inbox, and must not keep a loop its owner has dropped.
-    private weak var loop: (any TaskLoop)?
+    private let loop: any TaskLoop
 
     init(loop: any TaskLoop) {
         self.loop = loop
@@ -157,10 +159,10 @@ final class ObservationInbox: @unchecked Sendable {
         drainScheduled = true
         mutex.unlock()
         guard schedule else { return }
-        let scheduled: Void? = try? loop?.execute { [self] in self.drain() }
-        if scheduled == nil {
-            // The loop is gone or has shut down, and every registry on it with it: tracking
-            // has ended.
+        do {
+            try loop.execute { [self] in self.drain() }
+        } catch {
+            // The loop has shut down, and every registry on it with it: tracking has ended.
             mutex.lock()
             pending.removeAll()
             drainScheduled = false
