@@ -70,16 +70,42 @@ final class IdentityTracker<Key: Hashable & Sendable, ID: Hashable & Sendable>: 
 
     override func evaluate(cause: ObservedRun?) {
         guard isTracking, let registry else { return }
+        let existing = registry.observedRecord(self)
+        // The link of the run this evaluation would start. The closure runs under it, so that
+        // what the closure itself writes counts as caused by the chain (a closure that writes
+        // what it reads is a cycle like any other, not a loop turn after turn at depth 0).
+        let run = ObservedRun(
+            key: key, name: name, generation: (existing?.generation ?? 0) &+ 1, depth: cause.map { $0.depth &+ 1 } ?? 0,
+            parent: cause)
+        if run.depth > registry.maxObservationDepth {
+            // The chain is too long. Read the value once more, untracked (its writes belong to
+            // the chain too), and stop it, unless the value converged; tracking ends with it,
+            // since a closure that re-triggers itself would otherwise never stop.
+            let value = ObservedRun.$current.withValue(run) { identity() }
+            if existing == nil || !identitiesEqual(existing!.identity, value) {
+                registry.core.counters.identityEvaluations &+= 1
+                registry.stopCycle(self, value: value, run: run)
+                return
+            }
+        }
         subscription.arm(self)
-        var value = withObservationTracking(identity, didSet: onChange)
-        // Observation installs the subscription after `identity` returns: a write stored on
-        // another thread in between is reported to nobody. Read once more, now that it is
-        // installed: that read sees every write stored before, and every later write fires.
-        let settled = identity()
-        if settled != value { value = settled }
+        let (tracked, settled) = ObservedRun.$current.withValue(run) {
+            // Observation installs the subscription after `identity` returns: a write stored
+            // on another thread in between is reported to nobody. Read once more, now that it
+            // is installed: that read sees every write stored before, and every later write
+            // fires.
+            (withObservationTracking(identity, didSet: onChange), identity())
+        }
         // The closure may have ended this tracking (by removing its own slot, say).
         guard isTracking else { return }
-        registry.applyObserved(self, value: value, cause: cause)
+        if settled != tracked, let again = subscription.take() {
+            // Something was written between the two reads, and the reads tracked may not be the
+            // ones `settled` depends on (`useA ? a : b`): evaluate again, tracked, as if the
+            // subscription had fired, as a step of this chain (a closure whose value changes
+            // on every call is then stopped as a cycle).
+            registry.observationInbox.post(again, cause: run)
+        }
+        registry.applyObserved(self, value: settled, run: run, existing: existing)
     }
 }
 
@@ -126,7 +152,8 @@ final class ObservationSubscription: Sendable {
         _ = take()
     }
 
-    private func take() -> AnyIdentityTracker? {
+    /// Disarms the subscription and returns its tracker, if it was armed. Any thread.
+    func take() -> AnyIdentityTracker? {
         let bits = tracker.exchange(0, ordering: .acquiringAndReleasing)
         guard let pointer = UnsafeRawPointer(bitPattern: bits) else { return nil }
         return Unmanaged<AnyIdentityTracker>.fromOpaque(pointer).takeRetainedValue()

@@ -45,8 +45,9 @@ final class ObservedRun: Sendable {
 /// `maxObservationDepth`.
 ///
 /// The generation that would have continued the chain does not run its action: it ends
-/// `failed` with this error, and its slot's previous run is cancelled, so the chain stops.
-/// Tracking goes on: a later change that no run of the chain caused restarts the task as usual.
+/// `failed` with this error, and its slot's previous run is cancelled, so the chain stops. The
+/// task's tracking ends with it (a closure that re-triggers itself could not be stopped
+/// otherwise): the task stays failed until it is declared again.
 ///
 /// A value type; may be used on any thread.
 public struct ObservationCycleError: Error, Equatable, Sendable, CustomStringConvertible {
@@ -88,19 +89,25 @@ public struct ObservationCycleError: Error, Equatable, Sendable, CustomStringCon
     }
 
     /// The tasks that form the loop, in causal order, starting with the stopped task: the runs
-    /// after the previous run of the stopped task (`[A]` for A → A, `[A, B]` for A → B → A).
+    /// from the previous run of the stopped task on (`[A]` for A → A, `[A, B]` for A → B → A).
+    /// Empty when the stopped task is not in the chain before (a chain of different tasks that
+    /// grew past the limit without looping).
     public var cycle: [Link] {
         guard let stopped = chain.last else { return [] }
         let earlier = chain.dropLast()
-        guard let previous = earlier.lastIndex(where: { $0.isSameTask(as: stopped) }) else { return Array(earlier) }
+        guard let previous = earlier.lastIndex(where: { $0.isSameTask(as: stopped) }) else { return [] }
         return Array(chain[previous..<chain.index(before: chain.endIndex)])
     }
 
-    /// One line: the loop, then how long the chain grew.
+    /// One line: the loop (or the chain, without one), then how long the chain grew.
     public var description: String {
-        let loop = cycle.map { "\(String(reflecting: $0.key))/\($0.name)" }
-        let first = loop.first.map { [$0] } ?? []
-        return "observation cycle stopped: \((loop + first).joined(separator: " → ")) kept changing its own identity "
-            + "(a chain of \(chain.count) runs, past the limit of \(limit))"
+        func task(_ link: Link) -> String { "\(String(reflecting: link.key))/\(link.name)" }
+        let loop = cycle
+        guard let first = loop.first else {
+            return "observation chain stopped: \(chain.map(task).joined(separator: " → ")) grew past the limit of "
+                + "\(limit) caused runs"
+        }
+        return "observation cycle stopped: \((loop + [first]).map(task).joined(separator: " → ")) kept changing its "
+            + "own identity (a chain of \(chain.count) runs, past the limit of \(limit) caused runs)"
     }
 }

@@ -5,8 +5,8 @@ import UVLoop
 public typealias ObservedTaskAction<ID> = nonisolated(nonsending) @Sendable (ID, TaskContext) async throws -> Void
 
 extension TaskRegistry {
-    /// Creates an empty registry on `loop` whose chains of observed runs stop past
-    /// `maxObservationDepth` (see `ObservationCycleError`; the default is 100).
+    /// Creates an empty registry on `loop` whose chains of observed runs stop after
+    /// `maxObservationDepth` caused runs (see `ObservationCycleError`; the default is 100).
     ///
     /// - Throws: `RegistryError.invalidObservationDepth` if `maxObservationDepth` is below 1.
     /// - Note: May be called from any thread.
@@ -35,14 +35,26 @@ extension TaskRegistry {
     ///   action keeps restart nothing.
     /// - A task that must run once per slot lifetime (a `for await` loop) is declared without
     ///   an identity, with `task(_:name:…)`: it is never tracked, whatever it reads.
-    /// - A run's writes (its action, its commits, its child tasks) are known to be its own. A
-    ///   re-evaluation they cause belongs to a chain one run longer; past
-    ///   `maxObservationDepth` runs, the task fails with `ObservationCycleError` instead of
-    ///   restarting, and `RegistryCounters.observationCyclesStopped` counts it.
+    /// - A run's writes (its action, its commits, its child tasks, and `identity` itself while
+    ///   it evaluates) are known to be its own. A re-evaluation they cause belongs to a chain
+    ///   one run longer; a chain of more than `maxObservationDepth` caused runs is stopped: the
+    ///   task fails with `ObservationCycleError` instead of restarting, its tracking ends (it
+    ///   stays failed until declared again), and `RegistryCounters.observationCyclesStopped`
+    ///   counts it. The first write after an
+    ///   evaluation decides the cause of the next one.
     /// - Tracking ends when the slot is removed, when the task is declared again with an
     ///   explicit `id` (or no id), at shutdown, and when the registry is released. Declaring
     ///   it again with `tracking:` replaces the closure, the options and the action, and
-    ///   evaluates the new closure at once.
+    ///   evaluates the new closure at once. Observation cannot withdraw a subscription: one
+    ///   that tracking left behind stays in the models it read until one of those properties is
+    ///   next written, holding a few hundred bytes and nothing of the task.
+    /// - `identity` is called twice per evaluation (once tracked, once after the subscription
+    ///   is installed, to see a write made in between), so it must be a function of the state
+    ///   it reads, without side effects. Declared inside another identity closure, an observed
+    ///   task's reads are tracked by the outer one too (Observation nests tracking).
+    /// - The registry keeps `identity` and `action` as long as tracking lasts: a closure that
+    ///   captures the registry strongly keeps it alive until the slot is removed or the registry
+    ///   shut down.
     ///
     /// Threading: `identity` runs on the loop thread, always: the state it reads must be
     /// confined to the loop (created and written there, reached from elsewhere through
@@ -113,7 +125,9 @@ extension TaskRegistry {
         let tracker = IdentityTracker(
             registry: self, key: key, name: name, values: values, identity: identity, makeBody: makeBody)
         observations[observerKey] = tracker
-        tracker.evaluate(cause: nil)
+        // Declared inside an observed run (its action re-declaring a task, say), the first
+        // evaluation is a step of that run's chain.
+        tracker.evaluate(cause: ObservedRun.current)
     }
 
     /// Ends the tracking of the task `observerKey`, if it is observed. Loop thread only.
@@ -122,18 +136,22 @@ extension TaskRegistry {
         observations.removeValue(forKey: observerKey)?.stop()
     }
 
-    /// Declares `value`, just computed by `tracker` for a change `cause` made (nil: no
-    /// observed run made it), unless the chain it continues is too long. Loop thread only.
-    func applyObserved<ID>(_ tracker: IdentityTracker<Key, ID>, value: ID, cause: ObservedRun?) {
+    /// The record of `tracker`'s task, if it is declared (from the tracker's cache when it is
+    /// still in its slot). Loop thread only.
+    func observedRecord<ID>(_ tracker: IdentityTracker<Key, ID>) -> TaskRecord<Key>? {
+        if let cached = tracker.record, !cached.state.isRemoved { return cached }
+        tracker.record = record(tracker.key, tracker.name)
+        return tracker.record
+    }
+
+    /// Declares `value`, just computed by `tracker`, whose run would be `run` (its depth and
+    /// the chain that led to it), unless that chain is too long. `existing`: the task's record,
+    /// if declared. Loop thread only.
+    func applyObserved<ID>(
+        _ tracker: IdentityTracker<Key, ID>, value: ID, run: ObservedRun, existing: TaskRecord<Key>?
+    ) {
         core.counters.identityEvaluations &+= 1
-        var existing = tracker.record
-        if existing == nil || existing!.state.isRemoved {
-            existing = record(tracker.key, tracker.name)
-            tracker.record = existing
-        }
-        let depth = cause.map { $0.depth &+ 1 } ?? 0
         guard let existing else {
-            let run = ObservedRun(key: tracker.key, name: tracker.name, generation: 1, depth: depth, parent: cause)
             apply(
                 tracker.key, name: tracker.name, identity: value, values: tracker.values,
                 body: tracker.makeBody(value, run), observed: true)
@@ -144,12 +162,10 @@ extension TaskRegistry {
             core.declare(existing, isNew: false, identity: value, options: existing.options, body: unchangedBody)
             return
         }
-        let generation = existing.generation &+ 1
-        guard depth <= maxObservationDepth else {
-            stopCycle(tracker, value: value, generation: generation, cause: cause)
+        guard run.depth <= maxObservationDepth else {
+            stopCycle(tracker, value: value, run: run)
             return
         }
-        let run = ObservedRun(key: tracker.key, name: tracker.name, generation: generation, depth: depth, parent: cause)
         let options: TaskOptions
         if existing.options.values == tracker.values {
             options = existing.options
@@ -163,14 +179,13 @@ extension TaskRegistry {
         core.declare(existing, isNew: false, identity: value, options: options, body: tracker.makeBody(value, run))
     }
 
-    /// Declares `value` as a generation that fails with `ObservationCycleError` instead of
-    /// running its action: the previous run is cancelled, and nothing of the chain runs on.
-    private func stopCycle<ID>(
-        _ tracker: IdentityTracker<Key, ID>, value: ID, generation: UInt64, cause: ObservedRun?
-    ) {
+    /// Ends `tracker`'s tracking and declares `value` as a generation (`run`'s) that fails
+    /// with `ObservationCycleError` instead of running its action: the previous run is
+    /// cancelled, and nothing of the chain runs on. Loop thread only.
+    func stopCycle<ID>(_ tracker: IdentityTracker<Key, ID>, value: ID, run: ObservedRun) {
         core.counters.observationCyclesStopped &+= 1
-        let stopped = ObservationCycleError.Link(key: tracker.key, name: tracker.name, generation: generation)
-        let error = ObservationCycleError(chain: (cause?.chain ?? []) + [stopped], limit: maxObservationDepth)
+        stopObserving(ObserverKey(key: tracker.key, name: tracker.name))
+        let error = ObservationCycleError(chain: run.chain, limit: maxObservationDepth)
         // At once, whatever the task's debounce, throttle or policy: the failure is the news.
         var values = tracker.values
         values.debounce = .zero

@@ -45,9 +45,9 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
     @exclusivity(unchecked) @usableFromInline var observations: [ObserverKey: AnyIdentityTracker] = [:]
     /// Where subscriptions post the observed tasks to re-evaluate, from any thread.
     let observationInbox: ObservationInbox
-    /// How long a chain of observed runs, each caused by the one before it, may grow before the
-    /// next re-evaluation is stopped as a cycle (see `ObservationCycleError`). 100 unless set
-    /// with `init(loop:maxObservationDepth:)`.
+    /// How many runs a chain of observed runs may have after its first, each caused by the one
+    /// before it, before the next re-evaluation is stopped as a cycle (see
+    /// `ObservationCycleError`). 100 unless set with `init(loop:maxObservationDepth:)`.
     ///
     /// Set once, before the registry is shared; may be read from any thread.
     public internal(set) var maxObservationDepth = 100

@@ -200,8 +200,15 @@ struct ObservationTests {
         bystander.value.value = 1
         loop.run()
         #expect(bystanderRuns.value == 2)
-        // Tracking goes on: a change from outside the chain restarts A, and the cycle is stopped again.
+        // A's tracking ended with the chain: a later write does nothing, and declaring it again
+        // starts it again (and its cycle is stopped again).
+        let evaluationsAfterStop = evaluations(registry)
         counter.value.value = 1_000
+        loop.run()
+        #expect(evaluations(registry) == evaluationsAfterStop)
+        try registry.task("A", tracking: { counter.value.value }) { value, context in
+            context.commit { counter.value.value = value + 1 }
+        }
         loop.run()
         #expect(registry.counters.observationCyclesStopped == 2)
         h.finish()
@@ -254,11 +261,11 @@ struct ObservationTests {
         }
         loop.run()
         #expect(log.take() == ["run 7", "run 8"])
-        // A write of an equal identity through a different property read is evaluated, and
-        // does nothing: the closure's value did not change.
-        counter.value.value = 8
+        // A write from outside that needs no normalizing: one evaluation, one run, no write.
+        counter.value.value = 10
         loop.run()
-        #expect(log.take() == [])
+        #expect(log.take() == ["run 10"])
+        #expect(evaluations(registry) == 3)
         #expect(registry.counters.observationCyclesStopped == 0)
         #expect(registry.phase(of: 1)?.description == "finished")
         h.finish()
@@ -407,19 +414,31 @@ struct ObservationTests {
         loop.shutdown()
     }
 
-    /// An action on the global executor that commits through `postCommit`: its body runs on the
-    /// loop outside the run's task, and still counts as the run's write.
-    @Test func postCommitWritesBelongToTheirRun() async throws {
-        let loop = UVLoop(name: "observed-post-commit")
+    /// Actions on the global executor that commit through `postCommit` (its body runs on the
+    /// loop outside the run's task) or `commitOnLoop` (it hops to the loop): their writes still
+    /// count as the run's, and the self-cycle is stopped.
+    @Test(arguments: [false, true])
+    func offLoopCommitsBelongToTheirRun(hopping: Bool) async throws {
+        let loop = UVLoop(name: "observed-off-loop-commit")
         try loop.start()
         let registry = try TaskRegistry<Int>(loop: loop, maxObservationDepth: 4)
         let counter = try await loop.submit { LoopBound(Counter(), loop: loop) }
         try await loop.submit {
             try registry.task(1, tracking: { counter.value.value }, executor: .global) { value, context in
-                context.postCommit { counter.value.value = value + 1 }
+                if hopping {
+                    await context.commitOnLoop { counter.value.value = value + 1 }
+                } else {
+                    context.postCommit { counter.value.value = value + 1 }
+                }
             }
         }
-        while try await registry.countersSnapshot().observationCyclesStopped == 0 { await Task.yield() }
+        // A lost cause would restart the task forever: bounded, so that it fails instead.
+        var stopped: UInt64 = 0
+        for _ in 0..<200_000 where stopped == 0 {
+            stopped = try await registry.countersSnapshot().observationCyclesStopped
+            await Task.yield()
+        }
+        #expect(stopped == 1)
         let final = try await loop.submit { counter.value.value }
         #expect(final == 5, "depths 0...4 wrote, the sixth generation was stopped")
         await registry.shutdown()
@@ -465,6 +484,147 @@ struct ObservationTests {
         await registry.shutdown()
         try loop.syncShutdown()
         #expect(loop.liveHandleCount == 0)
+    }
+
+    /// A write between the tracked read and the read after it may change which properties
+    /// the identity depends on (`useA ? a : b`): the tracker evaluates again, tracked, so that
+    /// the properties the value now depends on are the ones tracked. Simulated here with a
+    /// closure whose first call reads `value` and whose later calls read `other`.
+    @Test func dependenciesThatChangeBetweenTheTwoReadsAreTrackedAgain() throws {
+        let h = RegistryHarness<Int>()
+        let (loop, registry, log) = (h.loop, h.registry, h.log)
+        let counter = LoopBound(Counter(), loop: loop)
+        let calls = Confined(0)
+        counter.value.other = 7
+        try registry.task(
+            1,
+            tracking: { () -> Int in
+                calls.value += 1
+                return calls.value == 1 ? counter.value.value : counter.value.other
+            }
+        ) { value, _ in log.add("run \(value)") }
+        loop.run()
+        #expect(log.take() == ["run 7"])
+        #expect(evaluations(registry) == 2, "evaluated again, tracked, after the two reads disagreed")
+        counter.value.other = 8  // tracked only thanks to the second evaluation
+        loop.run()
+        #expect(log.take() == ["run 8"])
+        h.finish()
+    }
+
+    /// An identity closure that writes what it reads would re-evaluate itself every turn: its
+    /// writes count as the chain's, and it is stopped like any cycle.
+    @Test func identityClosureThatWritesWhatItReadsIsStopped() throws {
+        let loop = TestLoop()
+        let registry = try TaskRegistry<Int>(loop: loop, maxObservationDepth: 3)
+        let counter = LoopBound(Counter(), loop: loop)
+        try registry.task(
+            1,
+            tracking: { () -> Int in
+                counter.value.value += 1
+                return counter.value.value
+            }
+        ) { _, _ in }
+        for _ in 0..<20 { loop.run() }
+        #expect(registry.counters.observationCyclesStopped == 1)
+        #expect(registry.counters.identityEvaluations < 20, "the chain stopped; nothing loops turn after turn")
+        registry.startShutdown()
+        loop.run()
+        loop.shutdown()
+    }
+
+    /// A's action declares B anew on every run, and B writes what A reads: the declaration is
+    /// a step of A's chain, so the cycle is stopped.
+    @Test func declaringInsideARunContinuesItsChain() throws {
+        let loop = TestLoop()
+        let registry = try TaskRegistry<String>(loop: loop, maxObservationDepth: 6)
+        let ping = LoopBound(Counter(), loop: loop)
+        let pong = LoopBound(Counter(), loop: loop)
+        try registry.task("A", tracking: { ping.value.value }) { value, context in
+            guard value > 0 else { return }
+            context.commit {
+                pong.value.value = value
+                try? registry.task("B", tracking: { pong.value.value }) { value, context in
+                    context.commit { ping.value.value = value + 1 }
+                }
+            }
+        }
+        loop.run()
+        ping.value.value = 1
+        for _ in 0..<50 { loop.run() }
+        #expect(registry.counters.observationCyclesStopped == 1)
+        registry.startShutdown()
+        loop.run()
+        loop.shutdown()
+    }
+
+    /// A chain of different tasks longer than the limit, without a loop: stopped, with no
+    /// `cycle`, and said so.
+    @Test func aLongChainWithoutALoopIsStoppedAsAChain() throws {
+        let loop = TestLoop()
+        let registry = try TaskRegistry<Int>(loop: loop, maxObservationDepth: 2)
+        let stages = LoopBound((0..<5).map { _ in Counter() }, loop: loop)
+        for stage in 0..<4 {
+            try registry.task(stage, tracking: { stages.value[stage].value }) { value, context in
+                if value > 0 { context.commit { stages.value[stage + 1].value = value } }
+            }
+        }
+        loop.run()
+        stages.value[0].value = 1
+        loop.run()
+        guard case .failed(let error as ObservationCycleError)? = registry.phase(of: 3) else {
+            Issue.record("stage 3 should have been stopped: \(String(describing: registry.phase(of: 3)))")
+            return
+        }
+        #expect(error.chain.map { $0.key as? Int } == [0, 1, 2, 3])
+        #expect(error.cycle.isEmpty)
+        #expect(error.description.hasPrefix("observation chain stopped: 0/main → 1/main → 2/main → 3/main"))
+        #expect(stages.value[4].value == 0, "the chain went no further")
+        registry.startShutdown()
+        loop.run()
+        loop.shutdown()
+    }
+
+    /// A subscription that tracking left behind in a model's registrar goes with that
+    /// property's next write, and never evaluates anything.
+    @Test func aLeftoverSubscriptionGoesWithTheNextWrite() throws {
+        let h = RegistryHarness<Int>()
+        let (loop, registry) = (h.loop, h.registry)
+        let counter = LoopBound(Counter(), loop: loop)
+        try registry.task(1, tracking: { counter.value.value }) { _, _ in }
+        loop.run()
+        weak var subscription = registry.observations.values.first?.subscription
+        try registry.remove(1)
+        loop.run()
+        #expect(subscription != nil, "still in the model's registrar: Observation cannot withdraw it")
+        counter.value.value = 1
+        loop.run()
+        #expect(subscription == nil)
+        #expect(evaluations(registry) == 1)
+        h.finish()
+    }
+
+    /// An identity closure that removes its own slot ends its tracking; nothing is declared.
+    @Test func anIdentityClosureThatRemovesItsSlotEndsItsTracking() throws {
+        let h = RegistryHarness<Int>()
+        let (loop, registry) = (h.loop, h.registry)
+        let counter = LoopBound(Counter(), loop: loop)
+        try registry.task(
+            1,
+            tracking: { () -> Int in
+                if counter.value.value > 0 { try? registry.remove(1) }
+                return counter.value.value
+            }
+        ) { _, _ in }
+        loop.run()
+        counter.value.value = 1
+        loop.run()
+        #expect(registry.contains(1) == false)
+        #expect(registry.observations.isEmpty)
+        counter.value.value = 2
+        loop.run()
+        #expect(registry.contains(1) == false)
+        h.finish()
     }
 
     /// Bad input gets typed errors.
