@@ -1,28 +1,87 @@
-// swift-tools-version:6.1
+// swift-tools-version:6.2
 import PackageDescription
 
-// The library package stays light for people who embed it: libuv and nothing else.
-// Benchmark tooling lives in the nested package at Benchmarks/.
+// The library package stays light for people who embed it: with its default traits (none),
+// libuv is its only dependency, and a consumer resolves no other package. Each integration is a
+// package trait that a consumer turns on:
+//
+//     .package(url: "…/TaskIdentity", from: "…", traits: ["Logging", "Metrics"])
+//
+// The server (`taskid`) lives in the nested package at Tools/, the benchmark tooling at
+// Benchmarks/, and the example web service at Examples/search-service.
 let package = Package(
     name: "TaskIdentity",
+    platforms: [.macOS(.v15)],
     products: [
         .library(name: "UVLoop", targets: ["UVLoop"]),
         .library(name: "TaskIdentity", targets: ["TaskIdentity"]),
-        .executable(name: "taskid", targets: ["taskid"]),
+    ],
+    traits: [
+        .trait(name: "Logging", description: "A swift-log Logger on UVLoop and TaskRegistry for what they would otherwise swallow."),
+        .trait(name: "Metrics", description: "Exports RegistryCounters as swift-metrics counters and gauges."),
+        .trait(
+            name: "ServiceLifecycle",
+            description: "UVLoopGroup and TaskRegistry as swift-service-lifecycle Services."),
+        .trait(name: "NIO", description: "NIOTaskLoop: a TaskLoop on a SwiftNIO EventLoop, for registries on a NIO server's own loops."),
+        .default(enabledTraits: []),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.5.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.81.0"),
+        // Used only by `swift package generate-documentation` (scripts/docs); a consumer never
+        // resolves it.
+        .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.4.0"),
     ],
     targets: [
         .systemLibrary(
             name: "CLibUV",
             path: "CLibUV",
             pkgConfig: "libuv",
-            providers: [.apt(["libuv1-dev"])]
+            providers: [.apt(["libuv1-dev"]), .brew(["libuv"])]
         ),
-        .target(name: "UVLoop", dependencies: ["CLibUV"]),
-        .target(name: "TaskIdentity", dependencies: ["UVLoop"]),
-        .executableTarget(name: "taskid", dependencies: ["TaskIdentity", "UVLoop"]),
+        .target(
+            name: "UVLoop",
+            dependencies: [
+                "CLibUV",
+                .product(name: "Logging", package: "swift-log", condition: .when(traits: ["Logging"])),
+                .product(
+                    name: "ServiceLifecycle", package: "swift-service-lifecycle",
+                    condition: .when(traits: ["ServiceLifecycle"])),
+            ]
+        ),
+        .target(
+            name: "TaskIdentity",
+            dependencies: [
+                "UVLoop",
+                .product(name: "Logging", package: "swift-log", condition: .when(traits: ["Logging"])),
+                .product(name: "CoreMetrics", package: "swift-metrics", condition: .when(traits: ["Metrics"])),
+                .product(
+                    name: "ServiceLifecycle", package: "swift-service-lifecycle",
+                    condition: .when(traits: ["ServiceLifecycle"])),
+                .product(name: "NIOCore", package: "swift-nio", condition: .when(traits: ["NIO"])),
+            ]
+        ),
         .testTarget(name: "UVLoopTests", dependencies: ["UVLoop", "CLibUV"]),
         .testTarget(name: "TaskIdentityTests", dependencies: ["TaskIdentity", "UVLoop"]),
-        .testTarget(name: "taskidTests", dependencies: ["taskid", "TaskIdentity", "UVLoop"]),
+        // Run with every trait on (scripts/test-integrations); without the traits it is empty.
+        .testTarget(
+            name: "IntegrationTests",
+            dependencies: [
+                "TaskIdentity", "UVLoop",
+                .product(name: "Logging", package: "swift-log", condition: .when(traits: ["Logging"])),
+                .product(name: "MetricsTestKit", package: "swift-metrics", condition: .when(traits: ["Metrics"])),
+                .product(
+                    name: "ServiceLifecycle", package: "swift-service-lifecycle",
+                    condition: .when(traits: ["ServiceLifecycle"])),
+                .product(
+                    name: "ServiceLifecycleTestKit", package: "swift-service-lifecycle",
+                    condition: .when(traits: ["ServiceLifecycle"])),
+                .product(name: "NIOCore", package: "swift-nio", condition: .when(traits: ["NIO"])),
+                .product(name: "NIOPosix", package: "swift-nio", condition: .when(traits: ["NIO"])),
+            ]
+        ),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -14,7 +14,7 @@ actor LoopDoor {
     /// Runs this actor's jobs on `loop`'s thread. The loop must outlive the door: its core
     /// holds both.
     init(loop: any TaskLoop) {
-        executor = loop.asUnownedSerialExecutor()
+        executor = loop.executor.asUnownedSerialExecutor()
     }
 
     @usableFromInline nonisolated var unownedExecutor: UnownedSerialExecutor { executor }

@@ -1,4 +1,4 @@
-/// The serial-executor face of a loop: the identity that `asUnownedSerialExecutor()` hands to
+/// The serial-executor face of a loop: the `executor` that a loop hands to
 /// actors, so that their jobs arrive apart from the jobs of tasks that prefer the loop.
 /// Owned by its loop; actors hold executors unowned, as they do any serial executor.
 ///

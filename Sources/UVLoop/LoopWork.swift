@@ -16,9 +16,9 @@ extension LoopWork {
     /// Runs the work on the calling thread, which must be `loop`'s: a serial job isolated to
     /// the loop's serial face, a task job on its task-executor face, a closure as it is.
     @inline(__always)
-    func run(on loop: some TaskLoop) {
+    func run(on loop: some TaskLoop & LoopJobSink) {
         switch self {
-        case .serialJob(let job): job.runSynchronously(on: loop.asUnownedSerialExecutor())
+        case .serialJob(let job): job.runSynchronously(on: loop.unownedSerialExecutor)
         case .taskJob(let job): job.runSynchronously(on: loop.asUnownedTaskExecutor())
         case .closure(let closure): closure()
         }

@@ -1,11 +1,34 @@
-/// What `UVLoop` (real time, libuv) and `TestLoop` (virtual time) have in common: a serial
-/// executor with a loop thread, a clock and timers. Code written against `TaskLoop` (the task
+/// What `UVLoop` (real time, libuv), `TestLoop` (virtual time) and, with the `NIO` trait,
+/// `NIOTaskLoop` have in common: a task executor with a loop thread, a serial executor on the
+/// same thread, a clock and timers. Code written against `TaskLoop` (the task
 /// registry, for one) runs unchanged on either, so time-dependent logic is tested without
 /// sleeping.
 ///
 /// Every member says which thread may call it. "Loop thread" means: inside a job, closure or
 /// timer callback that the loop is running.
-public protocol TaskLoop: AnyObject, SerialExecutor, TaskExecutor, Sendable {
+///
+/// A loop has two executor faces, and the type system keeps them apart:
+/// - the loop itself is a `TaskExecutor`: `Task(executorPreference: loop) { … }` runs a task's
+///   non-isolated code on the loop thread;
+/// - `executor` is its `SerialExecutor`: an actor pinned to the loop writes
+///   `nonisolated var unownedExecutor: UnownedSerialExecutor { loop.executor.asUnownedSerialExecutor() }`.
+///
+/// A loop is not itself a `SerialExecutor`, so `UnownedSerialExecutor(ordinary: loop)`, which
+/// would hand an actor's jobs to the task-executor face, does not compile.
+public protocol TaskLoop: AnyObject, TaskExecutor, Sendable {
+    /// The loop's serial executor: actors pinned to the loop run their jobs through it, on the
+    /// loop thread, isolated to it. Owned by the loop, which outlives every actor that uses it
+    /// only if the program keeps the loop alive (actors hold their executor unowned).
+    ///
+    /// May be read from any thread.
+    var executor: any SerialExecutor { get }
+
+    /// The loop's task-executor face, for `Task(executorPreference:)` and
+    /// `withTaskExecutorPreference`: the loop itself.
+    ///
+    /// May be read from any thread.
+    var taskExecutor: any TaskExecutor { get }
+
     /// The loop's current time. May be called from any thread.
     var now: LoopInstant { get }
 
@@ -108,14 +131,8 @@ extension TaskLoop {
         }
     }
 
-    /// `SerialExecutor` hook: the runtime asks this when code asserts it is isolated to an
-    /// actor pinned on this loop.
-    public func checkIsolated() {
-        preconditionInLoop()
-    }
-
-    /// `SerialExecutor` hook: the loop's isolation is "running on the loop thread".
-    public func isIsolatingCurrentContext() -> Bool? { inLoop }
+    /// The loop itself, as a task executor. May be read from any thread.
+    public var taskExecutor: any TaskExecutor { self }
 
     /// Sleeps for `duration` on the loop's timer (see `LoopClock`).
     ///

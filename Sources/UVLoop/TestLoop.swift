@@ -1,6 +1,8 @@
 import Synchronization
 
-#if canImport(Glibc)
+#if canImport(Darwin)
+    import Darwin
+#elseif canImport(Glibc)
     import Glibc
 #elseif canImport(Musl)
     import Musl
@@ -214,8 +216,11 @@ public final class TestLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomS
         }
     }
 
-    /// The loop as a serial executor. May be called from any thread.
-    public func asUnownedSerialExecutor() -> UnownedSerialExecutor { serialExecutor.asUnownedSerialExecutor() }
+    /// The loop's serial executor, for actors pinned to it (see `TaskLoop.executor`). May be
+    /// read from any thread.
+    public var executor: any SerialExecutor { serialExecutor }
+
+    var unownedSerialExecutor: UnownedSerialExecutor { serialExecutor.asUnownedSerialExecutor() }
 
     /// The loop as a task executor. May be called from any thread.
     public func asUnownedTaskExecutor() -> UnownedTaskExecutor { UnownedTaskExecutor(ordinary: self) }

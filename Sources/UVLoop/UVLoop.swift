@@ -1,7 +1,9 @@
 import CLibUV
 import Synchronization
 
-#if canImport(Glibc)
+#if canImport(Darwin)
+    import Darwin
+#elseif canImport(Glibc)
     import Glibc
 #elseif canImport(Musl)
     import Musl
@@ -145,14 +147,19 @@ public final class UVLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomStr
 
         // Retained for the loop thread: taken back there, or released below if the thread never starts.
         let threadArgument = Unmanaged.passRetained(self).toOpaque()
-        var thread = pthread_t()
-        let result = pthread_create(
-            &thread, nil,
+        // libuv's thread API: one closure type on every platform (pthread_create's differs
+        // between Glibc and Darwin).
+        #if canImport(Darwin)
+            var thread: uv_thread_t? = nil  // a pointer type there
+        #else
+            var thread = uv_thread_t()
+        #endif
+        let result = uv_thread_create(
+            &thread,
             { argument in
                 // Takes back the reference start() passed: the thread owns the loop until it exits.
                 let loop = Unmanaged<UVLoop>.fromOpaque(argument!).takeRetainedValue()
                 loop.runLoopThread()
-                return nil
             }, threadArgument)
         if result != 0 {
             // Balances the passRetained above: the thread that would have taken it never started.
@@ -163,9 +170,14 @@ public final class UVLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomStr
             uv_loop_close(uvLoop)
             crossThread.withLock { _ in lifecycle.store(.shutDown, ordering: .releasing) }
             shutdownHooks.runOnce()
-            throw LoopError(.libuv(-result), operation: "pthread_create")
+            throw LoopError(.libuv(result), operation: "uv_thread_create")
         }
-        pthread_detach(thread)
+        // Never joined: the thread ends on its own once the loop has shut down.
+        #if canImport(Darwin)
+            pthread_detach(thread!)
+        #else
+            pthread_detach(thread)
+        #endif
         started.wait()
     }
 
@@ -264,7 +276,7 @@ public final class UVLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomStr
     /// Whether the calling thread is this loop's thread. May be called from any thread.
     public var inLoop: Bool {
         let id = loopThreadID.load(ordering: .relaxed)
-        return id != 0 && pthread_equal(pthread_self(), pthread_t(id)) != 0
+        return id != 0 && id == currentThreadID()
     }
 
     /// Runs `work` on the loop thread; see `TaskLoop.execute`.
@@ -327,7 +339,7 @@ public final class UVLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomStr
 
     /// Takes a job of a task that prefers this loop and runs it on the loop thread; the job is
     /// stored as is, with no closure allocated around it. (Jobs of actors pinned to the loop
-    /// arrive through `asUnownedSerialExecutor()`'s face instead.)
+    /// arrive through `executor` instead.)
     ///
     /// - Note: Called by the runtime from any thread.
     public func enqueue(_ job: consuming ExecutorJob) {
@@ -359,15 +371,14 @@ public final class UVLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomStr
         if mustRunInline { runShutDownTrampoline() }
     }
 
-    /// The loop as a serial executor, for actors that pin themselves to it:
-    /// `nonisolated var unownedExecutor: UnownedSerialExecutor { loop.asUnownedSerialExecutor() }`.
-    /// Use this rather than `UnownedSerialExecutor(ordinary: loop)`, which would hand actor
-    /// jobs to the task-executor face.
+    /// The loop's serial executor, for actors that pin themselves to it:
+    /// `nonisolated var unownedExecutor: UnownedSerialExecutor { loop.executor.asUnownedSerialExecutor() }`.
+    /// Its jobs run on the loop thread, isolated to it.
     ///
-    /// May be called from any thread.
-    public func asUnownedSerialExecutor() -> UnownedSerialExecutor {
-        serialExecutor.asUnownedSerialExecutor()
-    }
+    /// May be read from any thread.
+    public var executor: any SerialExecutor { serialExecutor }
+
+    var unownedSerialExecutor: UnownedSerialExecutor { serialExecutor.asUnownedSerialExecutor() }
 
     /// The loop as a task executor, for `Task(executorPreference: loop)`; such a task retains
     /// the loop.
@@ -451,7 +462,7 @@ public final class UVLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomStr
     }
 
     private func runLoopThread() {
-        loopThreadID.store(UInt(pthread_self()), ordering: .releasing)
+        loopThreadID.store(currentThreadID(), ordering: .releasing)
         crossThread.withLock { _ in
             let next: Lifecycle = lifecycle.load(ordering: .relaxed) == .starting ? .running : .shutdownRequested
             lifecycle.store(next, ordering: .releasing)

@@ -31,7 +31,7 @@ func withStartedLoop(
 actor PinnedCounter {
     let loop: UVLoop
     var count = 0
-    nonisolated var unownedExecutor: UnownedSerialExecutor { loop.asUnownedSerialExecutor() }
+    nonisolated var unownedExecutor: UnownedSerialExecutor { loop.executor.asUnownedSerialExecutor() }
     init(loop: UVLoop) { self.loop = loop }
 
     func incrementReportingThread() -> Bool {

@@ -1,0 +1,1 @@
+// The integration tests are compiled with the package traits on (scripts/test-integrations).
