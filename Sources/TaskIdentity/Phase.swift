@@ -14,6 +14,10 @@ public enum CancellationReason: Hashable, Sendable {
     /// The action threw `CancellationError` on its own (for example a sleep it awaited was
     /// cancelled by the loop's shutdown).
     case actionCancelled
+    /// `TaskRegistry.cancel(_:name:)` cancelled it; the task stays in its slot.
+    case cancelledByCaller
+    /// `TaskRegistry.dropPending(_:name:)` dropped it before it started.
+    case pendingDropped
 }
 
 /// The phase of a task: of its latest identity's run.

@@ -6,13 +6,13 @@ import UVLoop
 /// `@inlinable` (specialized for the caller's key type, on the producers' threads and on the
 /// loop), and inlinable code may only use public or `@usableFromInline` declarations.
 ///
-/// Bounded: a caller that finds `capacity` calls already waiting blocks until the loop has
-/// taken them, so a producer faster than the loop cannot grow memory without limit.
+/// Bounded, and never blocking: a declaration that finds `capacity` calls already waiting is
+/// refused with `RegistryError.overloaded`, so a producer faster than the loop cannot grow
+/// memory without limit, and no thread (a cooperative-pool thread, a NIO event loop) is ever
+/// parked on the loop. Calls that someone awaits (`flush`, phase streams) are never refused.
 @usableFromInline
 final class PostedCalls<Operation>: @unchecked Sendable {  // unchecked: its vars are only reached under `mutex`
     @usableFromInline let mutex = PThreadMutex()
-    /// Broadcast when the loop takes the queue, for producers blocked on a full one.
-    @usableFromInline let drained = PThreadCondition()
     @usableFromInline let capacity: Int
     /// Guarded by `mutex`. Optional so the loop can move each one out without copying.
     @usableFromInline var operations: [Operation?] = []
@@ -27,15 +27,16 @@ final class PostedCalls<Operation>: @unchecked Sendable {  // unchecked: its var
     }
 
     /// Appends `operation`; returns whether the caller must schedule a drain.
-    /// - Throws: `RegistryError.shutDown` once closed.
+    /// - Parameter limited: whether a full queue refuses it (declarations); calls that a
+    ///   caller awaits pass the limit, so that `flush()` always makes progress.
+    /// - Throws: `RegistryError.shutDown` once closed; `RegistryError.overloaded` when
+    ///   `limited` and `capacity` calls are already queued.
     @inlinable
-    func append(_ operation: Operation) throws(RegistryError) -> Bool {
+    func append(_ operation: Operation, limited: Bool) throws(RegistryError) -> Bool {
         mutex.lock()
         defer { mutex.unlock() }
-        while operations.count >= capacity && !closed && drainScheduled {
-            drained.wait(on: mutex)
-        }
         guard !closed else { throw RegistryError.shutDown }
+        if limited && operations.count >= capacity { throw RegistryError.overloaded }
         operations.append(operation)
         if drainScheduled { return false }
         drainScheduled = true
@@ -46,11 +47,9 @@ final class PostedCalls<Operation>: @unchecked Sendable {  // unchecked: its var
     @inlinable
     func take(into buffer: inout [Operation?]) {
         mutex.lock()
-        let wasFull = operations.count >= capacity
         swap(&operations, &buffer)
         drainScheduled = false
         mutex.unlock()
-        if wasFull { drained.broadcast() }
     }
 
     /// Refuses further calls; with `dropping`, also takes the queued ones out and returns them,
@@ -65,7 +64,6 @@ final class PostedCalls<Operation>: @unchecked Sendable {  // unchecked: its var
             operations = []
         }
         mutex.unlock()
-        drained.broadcast()
         return dropped
     }
 }

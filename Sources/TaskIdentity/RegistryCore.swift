@@ -318,6 +318,28 @@ final class RegistryCore: @unchecked Sendable {
         noteQuiescence()
     }
 
+    /// `TaskRegistry.cancel`: ends the pending generation and the current run of `record`,
+    /// which stays in its slot and forgets its identity.
+    func cancelByCaller(_ record: AnyTaskRecord) {
+        guard record.state.pending != .none || record.state.run != .none else { return }
+        record.identity = ForgottenIdentity()
+        carryOut(record.state.cancelByCaller(counters: &counters), on: record)
+        noteQuiescence()
+    }
+
+    /// `TaskRegistry.dropPending`: ends the generation of `record` that has not started.
+    func dropPending(_ record: AnyTaskRecord) {
+        guard record.state.pending != .none else { return }
+        record.identity = ForgottenIdentity()
+        carryOut(record.state.dropPending(counters: &counters), on: record)
+    }
+
+    /// `TaskRegistry.runNow`: starts the generation of `record` waiting out its debounce or
+    /// throttle window.
+    func runNow(_ record: AnyTaskRecord) {
+        carryOut(record.state.runNow(gate: gate(record)), on: record)
+    }
+
     /// A run has ended (on the loop thread): its Swift task returned, or its synchronous action
     /// was called.
     private func runEnded(_ record: AnyTaskRecord, generation: UInt64, failure: (any Error)?) {
@@ -486,6 +508,11 @@ final class RegistryCore: @unchecked Sendable {
             + throttles.values.filter { $0.timer != nil }.count
     }
 }
+
+/// The identity of a task that `cancel` or `dropPending` made forget its own: a value of a
+/// type of its own, equal to no declared identity (nor to the absence of one), so that the
+/// next declaration always starts a new generation.
+struct ForgottenIdentity: Hashable, Sendable {}
 
 /// Compares two identities of unknown types: equal when of the same type and `==`.
 @inline(__always)

@@ -1,24 +1,104 @@
-/// Errors of the registry.
+/// The one error type of the registry: a stable `code` to match on, and a `detail` that says
+/// what the code alone does not (which option was negative, and its value).
+///
+/// Match on the code (`catch let error as RegistryError where error.code == .overloaded`) or
+/// on the common values (`#expect(throws: RegistryError.shutDown)`). New codes may be added;
+/// match with a `default`.
 ///
 /// A value type; may be used on any thread.
-public enum RegistryError: Error, Hashable, Sendable, CustomStringConvertible {
-    /// The registry has shut down (or is shutting down) and takes no declarations.
-    case shutDown
-    /// A debounce, throttle or progress delay was negative.
-    case invalidDuration(name: String, Duration)
-    /// A call that must be made on the registry's loop thread was made elsewhere (an observed
-    /// task's identity closure captures loop-confined state).
-    case calledOffLoopThread
-    /// `maxObservationDepth` was below 1.
-    case invalidObservationDepth(Int)
+public struct RegistryError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// What went wrong, as a small set of stable codes.
+    ///
+    /// A value type; may be used on any thread.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        private enum Base: Hashable, Sendable {
+            case shutDown
+            case loopNotStarted
+            case overloaded
+            case invalidDuration
+            case calledOffLoopThread
+            case invalidObservationDepth
+        }
+        private let base: Base
+
+        /// The registry has shut down (or is shutting down), or its loop has, and it takes no
+        /// more calls.
+        public static let shutDown = Code(base: .shutDown)
+        /// The registry's loop has not been started yet: start it (`UVLoop.start()`), then
+        /// declare. The registry stays usable; nothing was queued.
+        public static let loopNotStarted = Code(base: .loopNotStarted)
+        /// A call from another thread found `TaskRegistry.postedCallLimit` calls already
+        /// queued for the loop. It was not queued; `await flush()` and call again.
+        public static let overloaded = Code(base: .overloaded)
+        /// A debounce, throttle or progress delay was negative.
+        public static let invalidDuration = Code(base: .invalidDuration)
+        /// A call that must be made on the registry's loop thread was made elsewhere: a
+        /// synchronous query (use its async form), or an observed task's declaration.
+        public static let calledOffLoopThread = Code(base: .calledOffLoopThread)
+        /// `maxObservationDepth` was below 1.
+        public static let invalidObservationDepth = Code(base: .invalidObservationDepth)
+
+        /// The code's name, such as `shutDown`.
+        public var description: String {
+            switch base {
+            case .shutDown: return "shutDown"
+            case .loopNotStarted: return "loopNotStarted"
+            case .overloaded: return "overloaded"
+            case .invalidDuration: return "invalidDuration"
+            case .calledOffLoopThread: return "calledOffLoopThread"
+            case .invalidObservationDepth: return "invalidObservationDepth"
+            }
+        }
+    }
+
+    /// What went wrong.
+    public let code: Code
+    /// What the code alone does not say (empty when nothing): for `invalidDuration`, the
+    /// option and its value.
+    public let detail: String
+
+    /// Creates an error; the library creates these, users normally only match on them.
+    ///
+    /// May be called from any thread.
+    public init(_ code: Code, detail: String = "") {
+        self.code = code
+        self.detail = detail
+    }
+
+    /// `RegistryError(.shutDown)`.
+    public static let shutDown = RegistryError(.shutDown)
+    /// `RegistryError(.loopNotStarted)`.
+    public static let loopNotStarted = RegistryError(.loopNotStarted)
+    /// `RegistryError(.overloaded)`.
+    public static let overloaded = RegistryError(.overloaded)
+    /// `RegistryError(.calledOffLoopThread)`.
+    public static let calledOffLoopThread = RegistryError(.calledOffLoopThread)
+
+    /// The option `name` was given the negative duration `value`.
+    ///
+    /// May be called from any thread.
+    public static func invalidDuration(name: String, _ value: Duration) -> RegistryError {
+        RegistryError(.invalidDuration, detail: "\(name) must not be negative (got \(value))")
+    }
+
+    /// `maxObservationDepth` was given `value`, below 1.
+    ///
+    /// May be called from any thread.
+    public static func invalidObservationDepth(_ value: Int) -> RegistryError {
+        RegistryError(.invalidObservationDepth, detail: "maxObservationDepth must be at least 1 (got \(value))")
+    }
 
     /// A one-line explanation.
     public var description: String {
-        switch self {
+        if !detail.isEmpty { return detail }
+        switch code {
         case .shutDown: return "the task registry has shut down"
-        case .invalidDuration(let name, let value): return "\(name) must not be negative (got \(value))"
-        case .calledOffLoopThread: return "this call must be made on the registry's loop thread"
-        case .invalidObservationDepth(let value): return "maxObservationDepth must be at least 1 (got \(value))"
+        case .loopNotStarted: return "the task registry's loop has not been started"
+        case .overloaded:
+            return "too many calls are queued for the registry's loop; await flush() and call again"
+        case .calledOffLoopThread:
+            return "this call must be made on the registry's loop thread (use its async form elsewhere)"
+        default: return "task registry error: \(code)"
         }
     }
 }

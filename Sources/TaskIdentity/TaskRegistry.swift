@@ -59,6 +59,7 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
     enum PostedOperation {
         case declare(Key, TaskName, (any Hashable & Sendable)?, TaskOptions.Values, RunBody)
         case remove(Key)
+        case control(Key, TaskName, TaskControl)
         case flush(UnsafeContinuation<Void, Never>)
         case observe(Key, TaskName, AsyncStream<TaskPhaseUpdate>.Continuation)
         case unobserve(ObserverKey, UInt64)
@@ -126,9 +127,16 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
     ///   - action: the work; it receives a `TaskContext` and runs as a Swift task on `executor`.
     ///     Usually a trailing closure; passed by name it needs its `action:` label, since the
     ///     `id:` values before it are variadic.
-    /// - Throws: `RegistryError.shutDown` after shutdown; `RegistryError.invalidDuration` for a
-    ///   negative duration.
-    /// - Note: May be called from any thread; on the loop thread it acts at once.
+    /// - Throws: `RegistryError.shutDown` after shutdown; `.invalidDuration` for a negative
+    ///   duration; from another thread, `.loopNotStarted` before the loop starts and
+    ///   `.overloaded` when `postedCallLimit` calls are already queued for the loop.
+    /// - Note: May be called from any thread, and never blocks it. On the loop thread it acts at
+    ///   once. From another thread it is queued for the loop (one wake-up per batch of calls)
+    ///   and returns; when the loop falls `postedCallLimit` calls behind, further declarations
+    ///   are refused with `.overloaded` rather than parking the calling thread (which may be a
+    ///   cooperative-pool thread or a NIO event loop). On `.overloaded`, `await flush()` and
+    ///   declare again: see the README's "Declaring from other threads" for the measured
+    ///   trade-off.
     @inlinable
     public func task<each ID: Hashable & Sendable>(
         _ key: Key,
@@ -158,7 +166,7 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
             apply(key, name: name, identity: identity, values: values, body: body)
         } else {
             // Shutdown applies what was posted before it, so this always finds it running.
-            try post(.declare(key, name, identity, values, body))
+            try post(.declare(key, name, identity, values, body), limited: true)
         }
     }
 
@@ -217,14 +225,77 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
     /// Removes slot `key`, cancelling every task it hosts (phase `cancelled(.removed)`), like a
     /// view disappearing. Removing an unknown key does nothing.
     ///
-    /// - Throws: `RegistryError.shutDown` after shutdown.
-    /// - Note: May be called from any thread; on the loop thread it acts at once.
+    /// - Throws: `RegistryError.shutDown` after shutdown; from another thread,
+    ///   `.loopNotStarted` and `.overloaded` as for `task`.
+    /// - Note: May be called from any thread, and never blocks it; on the loop thread it acts
+    ///   at once.
     public func remove(_ key: Key) throws(RegistryError) {
         if loop.inLoop {
             guard !core.isShutDown else { throw .shutDown }
             applyRemove(key, reason: .removed)
         } else {
-            try post(.remove(key))
+            try post(.remove(key), limited: true)
+        }
+    }
+
+    // MARK: - Controlling a declared task
+
+    /// Cancels the task `name` of slot `key` without removing it, like TCA's
+    /// `.cancel(id:)`: a generation still waiting (debounce, throttle, a previous run) ends
+    /// `cancelled(.cancelledByCaller)` without starting, and the running action is cancelled
+    /// (its phase `cancelled(.cancelledByCaller)`; its later commits are dropped). The slot
+    /// and the task's other state stay; the task forgets its identity, so the next
+    /// declaration starts a new run even with an equal id. A task that is not declared, or
+    /// has nothing waiting or running, is left alone.
+    ///
+    /// - Throws: as `remove(_:)`.
+    /// - Note: May be called from any thread, and never blocks it; on the loop thread it acts
+    ///   at once.
+    public func cancel(_ key: Key, name: TaskName = .main) throws(RegistryError) {
+        try control(key, name, .cancel)
+    }
+
+    /// Starts the generation of the task that is waiting out its debounce or throttle window
+    /// now, as if the window had closed ("Enter" in a search box). It still respects the
+    /// restart policy: under `awaitPrevious` or `keepRunning` it waits for the previous run.
+    /// A task with nothing debouncing or throttled is left alone.
+    ///
+    /// - Throws: as `remove(_:)`.
+    /// - Note: May be called from any thread, and never blocks it; on the loop thread it acts
+    ///   at once (the run starts in this loop turn's start pass).
+    public func runNow(_ key: Key, name: TaskName = .main) throws(RegistryError) {
+        try control(key, name, .runNow)
+    }
+
+    /// Drops the generation of the task that has not started yet (waiting out its debounce or
+    /// throttle, or for a previous run) ("Escape" in a search box): it ends
+    /// `cancelled(.pendingDropped)` without running. A run already under way goes on. The
+    /// task forgets its identity, so declaring the same id again starts it again. A task with
+    /// nothing waiting is left alone.
+    ///
+    /// - Throws: as `remove(_:)`.
+    /// - Note: May be called from any thread, and never blocks it; on the loop thread it acts
+    ///   at once.
+    public func dropPending(_ key: Key, name: TaskName = .main) throws(RegistryError) {
+        try control(key, name, .dropPending)
+    }
+
+    private func control(_ key: Key, _ name: TaskName, _ control: TaskControl) throws(RegistryError) {
+        if loop.inLoop {
+            guard !core.isShutDown else { throw .shutDown }
+            applyControl(key, name, control)
+        } else {
+            try post(.control(key, name, control), limited: true)
+        }
+    }
+
+    @usableFromInline
+    func applyControl(_ key: Key, _ name: TaskName, _ control: TaskControl) {
+        guard let record = record(key, name) else { return }
+        switch control {
+        case .cancel: core.cancelByCaller(record)
+        case .runNow: core.runNow(record)
+        case .dropPending: core.dropPending(record)
         }
     }
 
@@ -252,9 +323,17 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
 
     // MARK: - Posting from other threads
 
+    /// The most calls from other threads that may wait for the loop at once; past it, a
+    /// declaration, removal or control call from another thread throws
+    /// `RegistryError.overloaded` (see `task`).
+    public static var postedCallLimit: Int { 65_536 }
+
     @inlinable
-    func post(_ operation: PostedOperation) throws(RegistryError) {
-        guard try posted.append(operation) else { return }
+    func post(_ operation: PostedOperation, limited: Bool = false) throws(RegistryError) {
+        // Before the loop starts nothing can drain the queue: refuse, and keep the registry
+        // usable for when it does.
+        guard loop.hasStarted else { throw .loopNotStarted }
+        guard try posted.append(operation, limited: limited) else { return }
         do {
             try loop.execute { [self] in self.runPosted() }  // one wake-up per batch
         } catch {
@@ -276,6 +355,8 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
                 apply(key, name: name, identity: identity, values: values, body: body)
             case .remove(let key):
                 applyRemove(key, reason: .removed)
+            case .control(let key, let name, let control):
+                applyControl(key, name, control)
             case .flush(let continuation):
                 continuation.resume()
             case .observe(let key, let name, let continuation):
@@ -293,7 +374,7 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
         switch operation {
         case .flush(let continuation): continuation.resume()
         case .observe(_, _, let continuation): continuation.finish()
-        case .declare, .remove, .unobserve: break
+        case .declare, .remove, .control, .unobserve: break
         }
     }
 
@@ -317,30 +398,36 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
         }
     }
 
-    // MARK: - Observing
+    // MARK: - Querying on the loop thread
 
     /// The phase of the task `name` of slot `key`, or `nil` if no such task is declared.
     ///
-    /// - Note: Loop thread only.
-    public func phase(of key: Key, name: TaskName = .main) -> TaskPhase? {
-        loop.preconditionInLoop()
+    /// - Throws: `RegistryError.calledOffLoopThread` off the loop thread (use
+    ///   `snapshot(of:name:)` there).
+    /// - Note: Loop thread only; never traps.
+    public func phase(of key: Key, name: TaskName = .main) throws(RegistryError) -> TaskPhase? {
+        guard loop.inLoop else { throw .calledOffLoopThread }
         return record(key, name)?.phase
     }
 
     /// Whether the delayed progress signal of the task is on.
     ///
-    /// - Note: Loop thread only.
-    public func showsProgress(of key: Key, name: TaskName = .main) -> Bool {
-        loop.preconditionInLoop()
+    /// - Throws: `RegistryError.calledOffLoopThread` off the loop thread (use
+    ///   `snapshot(of:name:)` there).
+    /// - Note: Loop thread only; never traps.
+    public func showsProgress(of key: Key, name: TaskName = .main) throws(RegistryError) -> Bool {
+        guard loop.inLoop else { throw .calledOffLoopThread }
         return record(key, name)?.showsProgress ?? false
     }
 
     /// The current generation of the task (how many identities it has had in this slot's
     /// lifetime), or `nil` if no such task is declared.
     ///
-    /// - Note: Loop thread only.
-    public func generation(of key: Key, name: TaskName = .main) -> UInt64? {
-        loop.preconditionInLoop()
+    /// - Throws: `RegistryError.calledOffLoopThread` off the loop thread (use
+    ///   `snapshot(of:name:)` there).
+    /// - Note: Loop thread only; never traps.
+    public func generation(of key: Key, name: TaskName = .main) throws(RegistryError) -> UInt64? {
+        guard loop.inLoop else { throw .calledOffLoopThread }
         return record(key, name)?.generation
     }
 
@@ -349,44 +436,114 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
     /// another type, or if no such task is declared. A result outlives its run: it stays until
     /// a newer run stores one or the slot is removed.
     ///
-    /// - Note: Loop thread only.
-    public func result<Value>(of key: Key, name: TaskName = .main, as type: Value.Type) -> Value? {
-        loop.preconditionInLoop()
+    /// - Throws: `RegistryError.calledOffLoopThread` off the loop thread (use
+    ///   `snapshot(of:name:)` there).
+    /// - Note: Loop thread only; never traps.
+    public func result<Value>(of key: Key, name: TaskName = .main, as type: Value.Type) throws(RegistryError) -> Value?
+    {
+        guard loop.inLoop else { throw .calledOffLoopThread }
         return record(key, name)?.result?.value as? Value
     }
 
-    /// Whether slot `key` exists. Loop thread only.
-    public func contains(_ key: Key) -> Bool {
-        loop.preconditionInLoop()
+    /// Whether slot `key` exists.
+    ///
+    /// - Throws: `RegistryError.calledOffLoopThread` off the loop thread (use
+    ///   `snapshot(ofSlot:)` there).
+    /// - Note: Loop thread only; never traps.
+    public func contains(_ key: Key) throws(RegistryError) -> Bool {
+        guard loop.inLoop else { throw .calledOffLoopThread }
         return slots[key] != nil
     }
 
-    /// The counters. Loop thread only; `countersSnapshot()` from elsewhere.
+    /// The counters.
+    ///
+    /// - Throws: `RegistryError.calledOffLoopThread` off the loop thread (use
+    ///   `countersSnapshot()` there).
+    /// - Note: Loop thread only; never traps.
     public var counters: RegistryCounters {
-        loop.preconditionInLoop()
-        return core.counters
+        get throws(RegistryError) {
+            guard loop.inLoop else { throw .calledOffLoopThread }
+            return core.counters
+        }
+    }
+
+    /// Timers the registry holds open (one per distinct debounce, progress and synchronous-run
+    /// delay, one per throttled task). 0 after shutdown.
+    ///
+    /// - Throws: `RegistryError.calledOffLoopThread` off the loop thread.
+    /// - Note: Loop thread only; never traps.
+    public var openTimerCount: Int {
+        get throws(RegistryError) {
+            guard loop.inLoop else { throw .calledOffLoopThread }
+            return core.openTimerCount
+        }
+    }
+
+    // MARK: - Querying from any thread
+
+    /// The task `name` of slot `key` as it is now (phase, generation, progress signal, latest
+    /// result), read on the loop thread in one hop; `nil` if no such task is declared.
+    ///
+    /// - Throws: `RegistryError.loopNotStarted` before the loop starts, `.shutDown` once the
+    ///   loop has shut down. (After the registry's own shutdown, with its loop still running,
+    ///   it answers `nil`: every slot is gone.)
+    /// - Note: May be called from any task; on the loop thread it reads at once.
+    public func snapshot(of key: Key, name: TaskName = .main) async throws(RegistryError) -> TaskSnapshot? {
+        try await onLoop { [self] in self.record(key, name).map(TaskSnapshot.init(record:)) }
+    }
+
+    /// Every task of slot `key` as it is now, by name; empty if the slot does not exist (so
+    /// `isEmpty` answers "is there such a slot" from any thread).
+    ///
+    /// - Throws: as `snapshot(of:name:)`.
+    /// - Note: May be called from any task.
+    public func snapshot(ofSlot key: Key) async throws(RegistryError) -> [TaskName: TaskSnapshot] {
+        try await onLoop { [self] in
+            var tasks: [TaskName: TaskSnapshot] = [:]
+            var next: AnyTaskRecord? = self.slots[key]
+            while let record = next {
+                tasks[record.name] = TaskSnapshot(record: record)
+                next = record.nextInSlot
+            }
+            return tasks
+        }
     }
 
     /// The counters, read on the loop thread.
     ///
+    /// - Throws: as `snapshot(of:name:)`.
     /// - Note: May be called from any task.
-    public func countersSnapshot() async throws -> RegistryCounters {
-        try await loop.submit { [self] in self.core.counters }
+    public func countersSnapshot() async throws(RegistryError) -> RegistryCounters {
+        try await onLoop { [self] in self.core.counters }
     }
 
-    /// Timers the registry holds open (one per distinct debounce, progress and synchronous-run
-    /// delay, one per throttled task). 0 after shutdown. Loop thread only.
-    public var openTimerCount: Int {
-        loop.preconditionInLoop()
-        return core.openTimerCount
+    /// Runs `body` on the loop thread and returns its result, translating the loop's refusal.
+    private func onLoop<Result: Sendable>(_ body: @escaping @Sendable () -> Result) async throws(RegistryError)
+        -> Result
+    {
+        if loop.inLoop { return body() }
+        guard loop.hasStarted else { throw .loopNotStarted }
+        do {
+            return try await loop.submit(body)
+        } catch {
+            throw .shutDown  // `submit` fails only when the loop refuses work: it has shut down
+        }
     }
 
     /// The phases of the task `name` of slot `key`, starting with its phase now (`idle` if it is
     /// not declared), across removals and re-declarations, until the registry shuts down.
     ///
-    /// - Note: May be called from any thread; the stream may be consumed anywhere.
-    public func phaseUpdates(of key: Key, name: TaskName = .main) -> AsyncStream<TaskPhaseUpdate> {
-        let (stream, continuation) = AsyncStream.makeStream(of: TaskPhaseUpdate.self)
+    /// - Parameter bufferingPolicy: what the stream keeps for a consumer that falls behind.
+    ///   The default keeps every update (memory grows with a slow consumer); a view that only
+    ///   shows the current phase wants `.bufferingNewest(1)`, which keeps the latest.
+    /// - Note: May be called from any thread; the stream may be consumed anywhere. Requested
+    ///   from another thread before the loop starts, the stream ends at once, empty.
+    public func phaseUpdates(
+        of key: Key, name: TaskName = .main,
+        bufferingPolicy: AsyncStream<TaskPhaseUpdate>.Continuation.BufferingPolicy = .unbounded
+    ) -> AsyncStream<TaskPhaseUpdate> {
+        let (stream, continuation) = AsyncStream.makeStream(
+            of: TaskPhaseUpdate.self, bufferingPolicy: bufferingPolicy)
         if loop.inLoop {
             addObserver(continuation, key: key, name: name)
         } else {
@@ -493,10 +650,15 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
             || recordsAtShutdown.contains(where: runs) || core.successorRecords.contains(where: runs)
     }
 
-    /// Whether shutdown has begun. Loop thread only.
+    /// Whether shutdown has begun.
+    ///
+    /// - Throws: `RegistryError.calledOffLoopThread` off the loop thread.
+    /// - Note: Loop thread only; never traps.
     public var isShutDown: Bool {
-        loop.preconditionInLoop()
-        return core.isShutDown
+        get throws(RegistryError) {
+            guard loop.inLoop else { throw .calledOffLoopThread }
+            return core.isShutDown
+        }
     }
 
     private func applyShutdown() {

@@ -346,16 +346,42 @@ struct TaskStateMachine: Sendable, CustomStringConvertible {
         check(!isRemoved, "remove")
         isRemoved = true
         var effects = Effects()
-        if pending != .none {
-            effects.stopThrottleTimer = pending == .throttled
-            effects.dropPendingAction = true
-            pending = .none
-            counters.cancelled &+= 1
-            counters.liveGenerations &-= 1
-            setPhase(.cancelled(reason), of: generation)
-            effects.endedPending = PhaseChange(generation: generation, phase: .cancelled(reason))
-        }
+        endPending(reason: reason, into: &effects, counters: &counters)
         cancelRun(reason: reason, into: &effects, counters: &counters)
+        return effects
+    }
+
+    /// The caller cancels the task in place (`TaskRegistry.cancel`): as `remove`, but the task
+    /// stays declared, and a later declaration starts it again.
+    mutating func cancelByCaller(counters: inout RegistryCounters) -> Effects {
+        check(!isRemoved, "cancelByCaller")
+        var effects = Effects()
+        endPending(reason: .cancelledByCaller, into: &effects, counters: &counters)
+        cancelRun(reason: .cancelledByCaller, into: &effects, counters: &counters)
+        return effects
+    }
+
+    /// The caller drops the generation that has not started (`TaskRegistry.dropPending`); a
+    /// current run goes on.
+    mutating func dropPending(counters: inout RegistryCounters) -> Effects {
+        check(!isRemoved, "dropPending")
+        var effects = Effects()
+        endPending(reason: .pendingDropped, into: &effects, counters: &counters)
+        return effects
+    }
+
+    /// The caller closes the debounce or throttle window early (`TaskRegistry.runNow`): the
+    /// generation waiting in it goes to the start gate, without the throttle but still under
+    /// the restart policy. Nothing happens when no generation waits in such a window.
+    mutating func runNow(gate: StartGate) -> Effects {
+        check(!isRemoved, "runNow")
+        var effects = Effects()
+        guard pending == .debouncing || pending == .throttled else { return effects }
+        effects.stopThrottleTimer = pending == .throttled
+        pending = .startQueued  // provisional: the gate decides
+        var open = gate
+        open.throttleReadyAt = 0
+        advancePending(open, into: &effects)
         return effects
     }
 
@@ -373,6 +399,21 @@ struct TaskStateMachine: Sendable, CustomStringConvertible {
     }
 
     // MARK: - Steps shared by events
+
+    /// Ends the pending generation, if any, cancelled for `reason`: it never runs.
+    @inline(__always)
+    private mutating func endPending(
+        reason: CancellationReason, into effects: inout Effects, counters: inout RegistryCounters
+    ) {
+        guard pending != .none else { return }
+        effects.stopThrottleTimer = pending == .throttled
+        effects.dropPendingAction = true
+        pending = .none
+        counters.cancelled &+= 1
+        counters.liveGenerations &-= 1
+        setPhase(.cancelled(reason), of: generation)
+        effects.endedPending = PhaseChange(generation: generation, phase: .cancelled(reason))
+    }
 
     @inline(__always)
     private mutating func cancelRun(

@@ -35,6 +35,12 @@ public protocol TaskLoop: AnyObject, TaskExecutor, Sendable {
     /// Whether the calling thread is the loop's thread. May be called from any thread.
     var inLoop: Bool { get }
 
+    /// Whether the loop has started (it stays true after shutdown): before that, `execute`
+    /// throws `LoopError.notStarted`. Loops that run from their creation answer `true`.
+    ///
+    /// May be read from any thread.
+    var hasStarted: Bool { get }
+
     /// Runs `work` on the loop thread, after the work already queued.
     ///
     /// From the loop thread this appends to a local queue (no lock); from other threads it goes
@@ -133,6 +139,9 @@ extension TaskLoop {
 
     /// The loop itself, as a task executor. May be read from any thread.
     public var taskExecutor: any TaskExecutor { self }
+
+    /// `true`: a loop that needs no start runs from its creation. May be read from any thread.
+    public var hasStarted: Bool { true }
 
     /// Sleeps for `duration` on the loop's timer (see `LoopClock`).
     ///

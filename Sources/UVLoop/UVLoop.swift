@@ -265,6 +265,15 @@ public final class UVLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomStr
     /// from any thread; off the loop thread it is a snapshot.
     var lifecycleState: Lifecycle { lifecycle.load(ordering: .acquiring) }
 
+    /// Whether `start()` has succeeded (true also once the loop has shut down); see
+    /// `TaskLoop.hasStarted`. May be called from any thread.
+    public var hasStarted: Bool {
+        switch lifecycle.load(ordering: .acquiring) {
+        case .notStarted, .starting, .shutdownRequestedWhileStarting: return false
+        case .running, .shutdownRequested, .shuttingDown, .shutDown: return true
+        }
+    }
+
     /// Whether the loop has shut down completely. May be called from any thread.
     public var isShutDown: Bool { lifecycle.load(ordering: .acquiring) == .shutDown }
 

@@ -20,7 +20,7 @@ struct DebounceWindowTests {
         #expect(log.take() == [])
         loop.advance(ms: 1)
         #expect(log.take() == ["50 at 59"])
-        #expect(registry.counters.coalesced == 49 && registry.counters.finished == 1)
+        #expect(try registry.counters.coalesced == 49 && registry.counters.finished == 1)
         h.finish()
     }
 

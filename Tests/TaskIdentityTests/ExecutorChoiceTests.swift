@@ -56,7 +56,7 @@ struct ExecutorChoiceTests {
         try registry.task("a", id: 1, template: template)
         loop.run()  // g1 starts on the loop and hops to the executor
         #expect(executor.queuedJobCount == 1)
-        #expect(registry.phase(of: "a")?.description == "running")
+        #expect(try registry.phase(of: "a")?.description == "running")
         try registry.task("a", id: 2, template: template)  // g1 cancelled now; g2 starts this turn
         loop.run()
         #expect(executor.queuedJobCount == 2)
@@ -68,7 +68,7 @@ struct ExecutorChoiceTests {
                 "commit 2 inLoop=true", "action 1 landed=false inLoop=false", "action 2 landed=true inLoop=false",
             ])
         #expect(phases.take() == ["g1 running", "g1 cancelled(identityChanged)", "g2 running", "g2 finished"])
-        let counters = registry.counters
+        let counters = try registry.counters
         #expect(counters.staleCommitsDropped == 1)
         #expect(counters.started == 2 && counters.cancelled == 1 && counters.finished == 1)
         #expect(counters.runningActions == 0 && counters.liveGenerations == 0)
@@ -83,7 +83,7 @@ struct ExecutorChoiceTests {
         let phases = PhaseRecorder(registry, "a")
         let template = try TaskTemplate<String>(executor: .executor(executor)) { _, context in
             let generation = context.generation
-            context.postCommit { log.add("g\(generation) landed, phase \(registry.phase(of: "a")!)") }
+            context.postCommit { log.add("g\(generation) landed, phase \(try! registry.phase(of: "a")!)") }
         }
         try registry.task("a", id: 1, template: template)
         loop.run()
@@ -92,7 +92,7 @@ struct ExecutorChoiceTests {
         try executor.runOffLoop(during: loop)
         #expect(log.take() == ["g2 landed, phase running"])
         #expect(phases.take() == ["g1 running", "g1 cancelled(identityChanged)", "g2 running", "g2 finished"])
-        #expect(registry.counters.staleCommitsDropped == 1 && registry.counters.runningActions == 0)
+        #expect(try registry.counters.staleCommitsDropped == 1 && registry.counters.runningActions == 0)
         #expect(executor.queuedJobCount == 0)
         h.finish()
     }
@@ -107,7 +107,7 @@ struct ExecutorChoiceTests {
         try registry.task("a", id: 1, template: template)
         loop.run()
         #expect(log.take() == ["g1 landed", "g1 returns"])
-        #expect(registry.counters.staleCommitsDropped == 0 && registry.counters.finished == 1)
+        #expect(try registry.counters.staleCommitsDropped == 0 && registry.counters.finished == 1)
         h.finish()
     }
 
@@ -124,9 +124,9 @@ struct ExecutorChoiceTests {
         try registry.task("a", id: 2, template: template)
         loop.run()
         for _ in 0..<3 { try executor.runOffLoop(during: loop) }
-        #expect(registry.result(of: "a", as: String.self) == "g2")
-        #expect(registry.counters.staleCommitsDropped == 1)
-        #expect(registry.phase(of: "a")?.description == "finished")
+        #expect(try registry.result(of: "a", as: String.self) == "g2")
+        #expect(try registry.counters.staleCommitsDropped == 1)
+        #expect(try registry.phase(of: "a")?.description == "finished")
         h.finish()
     }
 
@@ -144,8 +144,8 @@ struct ExecutorChoiceTests {
         registry.startShutdown()
         loop.run()
         registry.core.whenQuiesced { quiesced.value = true }
-        #expect(registry.phase(of: "a") == nil, "shutdown removed the slot")
-        #expect(registry.counters.runningActions == 1, "the action has not ended yet")
+        #expect(try registry.phase(of: "a") == nil, "shutdown removed the slot")
+        #expect(try registry.counters.runningActions == 1, "the action has not ended yet")
         #expect(!quiesced.value)
         try executor.runOffLoop(during: loop)
         #expect(log.take() == ["action cancelled=true"])
@@ -173,13 +173,13 @@ struct ExecutorChoiceTests {
         try second.runOffLoop(during: loop)
         try first.runOffLoop(during: loop)
         #expect(log.take() == ["second", "first"])
-        #expect(registry.counters.finished == 1 && registry.counters.cancelled == 1)
+        #expect(try registry.counters.finished == 1 && registry.counters.cancelled == 1)
         #expect(first.queuedJobCount == 0 && second.queuedJobCount == 0)
         // The registry's own loop as the executor is the loop: no hop, nothing for the door.
         try registry.task("b", id: 1, executor: .executor(loop)) { _ in log.add("b inLoop=\(loop.inLoop)") }
         loop.run()
         #expect(log.take() == ["b inLoop=true"])
-        #expect(registry.phase(of: "b")?.description == "finished")
+        #expect(try registry.phase(of: "b")?.description == "finished")
         h.finish()
     }
 
@@ -214,7 +214,7 @@ struct ExecutorChoiceTests {
         }
         await registry.flush()
         func phase(_ key: Int) async throws -> String? {
-            try await loop.submit { registry.phase(of: key)?.description }
+            try await loop.submit { try registry.phase(of: key)?.description }
         }
         while try await phase(0) != "finished" { await Task.yield() }
         while !started.withLock({ $0 }) { await Task.yield() }

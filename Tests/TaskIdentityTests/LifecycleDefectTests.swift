@@ -22,8 +22,8 @@ struct LifecycleDefectTests {
         #expect(throws: RegistryError.shutDown) { try registry.remove("a") }
         loop.run()
         #expect(log.take() == [])
-        #expect(registry.isShutDown)
-        #expect(registry.counters.declared == 0)
+        #expect(try registry.isShutDown)
+        #expect(try registry.counters.declared == 0)
     }
 
     /// A registry with a debounce timer, dropped with its test loop and no shutdown at all,
@@ -63,13 +63,13 @@ struct LifecycleDefectTests {
         loop.advance(to: LoopInstant(nanoseconds: start + 1))
         loop.advance(to: LoopInstant(nanoseconds: start + 500))
         #expect(log.take() == [])
-        #expect(registry.phase(of: "debounced")?.description == "waiting")
-        #expect(registry.phase(of: "throttled")?.description == "waiting")
-        #expect(registry.phase(of: "delayed")?.description == "running")
-        #expect(registry.showsProgress(of: "slow") == false)
+        #expect(try registry.phase(of: "debounced")?.description == "waiting")
+        #expect(try registry.phase(of: "throttled")?.description == "waiting")
+        #expect(try registry.phase(of: "delayed")?.description == "running")
+        #expect(try registry.showsProgress(of: "slow") == false)
         registry.startShutdown()
         loop.run()
-        #expect(registry.counters.runningActions == 0)
+        #expect(try registry.counters.runningActions == 0)
         loop.shutdown()
     }
 
@@ -94,7 +94,7 @@ struct LifecycleDefectTests {
                 streamEnded.value = true
             }
             loop.run()
-            #expect(registry.phase(of: "a")?.description == "running")
+            #expect(try registry.phase(of: "a")?.description == "running")
             timersWithRegistry.value = loop.openTimerCount  // the debounce queue's, and the clock's sleeps'
         }
         loop.run()
@@ -122,8 +122,8 @@ struct LifecycleDefectTests {
         }
         loop.run()
         #expect(log.take() == ["other cancelled", "shutdown returned"])
-        #expect(registry.counters.runningActions == 0)
-        #expect(registry.phase(of: "closer") == nil)
+        #expect(try registry.counters.runningActions == 0)
+        #expect(try registry.phase(of: "closer") == nil)
         h.finish()
     }
 
@@ -152,7 +152,7 @@ struct LifecycleDefectTests {
         loop.run()
         #expect(Set(log.take()) == ["first returned", "second returned"])
         #expect(streamEnded.value)
-        #expect(registry.counters.runningActions == 0)
+        #expect(try registry.counters.runningActions == 0)
         let outside = Confined(false)
         Task(executorPreference: loop) { [registry] in
             await registry.shutdown()
@@ -180,11 +180,11 @@ struct LifecycleDefectTests {
         try registry.task("k", id: 2, policy: .awaitPrevious) { _ in log.add("new slot start") }
         loop.run()
         #expect(log.take() == ["g1 start"])
-        #expect(registry.phase(of: "k")?.description == "waiting")
+        #expect(try registry.phase(of: "k")?.description == "waiting")
         release.value!.resume()
         loop.run()
         #expect(log.take() == ["g1 end", "new slot start"])
-        #expect(registry.phase(of: "k")?.description == "finished")
+        #expect(try registry.phase(of: "k")?.description == "finished")
         h.finish()
     }
 

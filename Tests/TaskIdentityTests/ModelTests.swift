@@ -146,12 +146,12 @@ struct ModelTests {
         for (key, slot) in observed.model.enumerated() where slot.live {
             let run = RunKey(key: key, lifetime: slot.lifetime, generation: slot.generation)
             #expect(observed.starts[run] == 1, "slot \(key): its last identity ran exactly once")
-            #expect(registry.phase(of: key)?.isFinal == true, "slot \(key) settled")
+            #expect(try registry.phase(of: key)?.isFinal == true, "slot \(key) settled")
         }
         #expect(observed.starts.values.allSatisfy { $0 == 1 }, "no generation started twice")
         #expect(observed.completions.values.allSatisfy { $0 == 1 })
         #expect(observed.commits > 1000, "the run exercised commits")
-        let counters = registry.counters
+        let counters = try registry.counters
         #expect(counters.coalesced > 0 && counters.cancelled > 0 && counters.failed > 0)
         #expect(counters.staleCommitsDropped > 0, "actions that ignore cancellation were caught")
         h.finish()
@@ -163,13 +163,13 @@ struct ModelTests {
         var liveSlots = 0
         for (key, slot) in observed.model.enumerated() {
             guard slot.live else {
-                try #require(!registry.contains(key), "step \(step): removed slot \(key) still exists")
+                try #require(try !registry.contains(key), "step \(step): removed slot \(key) still exists")
                 continue
             }
             liveSlots += 1
-            try #require(registry.generation(of: key) == slot.generation, "step \(step): slot \(key) generation")
+            try #require(try registry.generation(of: key) == slot.generation, "step \(step): slot \(key) generation")
             // The latest identity either ran (or runs) or is pending: never cancelled by policy.
-            let phase = try #require(registry.phase(of: key))
+            let phase = try #require(try registry.phase(of: key))
             switch phase {
             case .waiting, .running, .finished, .failed, .cancelled(.actionCancelled):
                 break
@@ -189,7 +189,7 @@ struct ModelTests {
                 )
             }
         }
-        let counters = registry.counters
+        let counters = try registry.counters
         try #require(counters.liveSlots == liveSlots, "step \(step): live slots")
         try checkCounters(counters)
     }

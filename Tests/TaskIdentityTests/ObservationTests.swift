@@ -30,7 +30,7 @@ final class Counter {
 }
 
 /// The registry's counters that observation moves, for compact expectations.
-private func evaluations<Key>(_ registry: TaskRegistry<Key>) -> UInt64 { registry.counters.identityEvaluations }
+private func evaluations<Key>(_ registry: TaskRegistry<Key>) -> UInt64 { try! registry.counters.identityEvaluations }
 
 @Suite("Observed identities")
 struct ObservationTests {
@@ -67,7 +67,7 @@ struct ObservationTests {
                 "g1 running", "g1 cancelled(identityChanged)", "g2 running", "g2 finished", "g3 running",
                 "g3 finished",
             ])
-        #expect(registry.counters.started == 3)
+        #expect(try registry.counters.started == 3)
         h.finish()
     }
 
@@ -89,7 +89,7 @@ struct ObservationTests {
         #expect(log.take() == [], "each change re-armed the debounce")
         loop.advance(ms: 1)
         #expect(log.take() == ["run 2 g3 id 2"])
-        #expect(registry.counters.coalesced == 2)
+        #expect(try registry.counters.coalesced == 2)
         h.finish()
     }
 
@@ -106,7 +106,7 @@ struct ObservationTests {
         loop.run()
         #expect(evaluations(registry) == 2, "one evaluation for the whole burst")
         #expect(log.take() == ["run 1000"])
-        #expect(registry.counters.started == 2)
+        #expect(try registry.counters.started == 2)
         h.finish()
     }
 
@@ -132,7 +132,7 @@ struct ObservationTests {
         model.value.imageScale = 2  // @ObservationIgnored: read by the closure, not tracked
         loop.run()
         #expect(log.take() == [])
-        #expect(registry.counters.started == 1)
+        #expect(try registry.counters.started == 1)
         #expect(evaluations(registry) == 1)
         model.value.path = "/banner.png"  // a tracked property: the ignored one is read anew
         loop.run()
@@ -161,7 +161,7 @@ struct ObservationTests {
         ticker.yield(2)
         loop.run()
         #expect(log.take() == ["subscribe", "tick 1 sees 0", "tick 2 sees 5"])
-        #expect(registry.counters.started == 1)
+        #expect(try registry.counters.started == 1)
         #expect(evaluations(registry) == 0)
         ticker.finish()
         h.finish()
@@ -181,8 +181,8 @@ struct ObservationTests {
             context.commit { counter.value.value = value + 1 }
         }
         loop.run()
-        guard case .failed(let error as ObservationCycleError)? = registry.phase(of: "A") else {
-            Issue.record("A should have failed with a cycle error: \(String(describing: registry.phase(of: "A")))")
+        guard case .failed(let error as ObservationCycleError)? = try registry.phase(of: "A") else {
+            Issue.record("A should have failed with a cycle error: \(String(describing: try registry.phase(of: "A")))")
             return
         }
         // Runs at depths 0...100 ran (101 of them); the 102nd generation was stopped.
@@ -193,9 +193,9 @@ struct ObservationTests {
         #expect(error.chain.map(\.generation) == Array(1...102))
         #expect(error.cycle.map { $0.key as? String } == ["A"])
         #expect(error.description.contains("\"A\"/main → \"A\"/main"))
-        #expect(registry.counters.observationCyclesStopped == 1)
-        #expect(registry.counters.started == 1 + 101 + 1, "B's run, A's runs, and the stopped generation")
-        #expect(registry.counters.failed == 1)
+        #expect(try registry.counters.observationCyclesStopped == 1)
+        #expect(try registry.counters.started == 1 + 101 + 1, "B's run, A's runs, and the stopped generation")
+        #expect(try registry.counters.failed == 1)
         // The registry and every other slot go on working.
         bystander.value.value = 1
         loop.run()
@@ -210,7 +210,7 @@ struct ObservationTests {
             context.commit { counter.value.value = value + 1 }
         }
         loop.run()
-        #expect(registry.counters.observationCyclesStopped == 2)
+        #expect(try registry.counters.observationCyclesStopped == 2)
         h.finish()
     }
 
@@ -228,11 +228,11 @@ struct ObservationTests {
             if value > 0 { context.commit { ping.value.value = value + 1 } }
         }
         loop.run()
-        #expect(registry.counters.started == 2)
+        #expect(try registry.counters.started == 2)
         ping.value.value = 1  // from outside: the root of the chain
         loop.run()
-        guard case .failed(let error as ObservationCycleError)? = registry.phase(of: "A") else {
-            Issue.record("A should have failed with a cycle error: \(String(describing: registry.phase(of: "A")))")
+        guard case .failed(let error as ObservationCycleError)? = try registry.phase(of: "A") else {
+            Issue.record("A should have failed with a cycle error: \(String(describing: try registry.phase(of: "A")))")
             return
         }
         // Depths 0...5 ran, alternating; A's next generation, at depth 6, was stopped.
@@ -240,11 +240,11 @@ struct ObservationTests {
         #expect(error.chain.map(\.generation) == [2, 2, 3, 3, 4, 4, 5])
         #expect(error.cycle.map { $0.key as? String } == ["A", "B"])
         #expect(error.limit == 5)
-        #expect(registry.phase(of: "B")?.description == "finished", "B's last run finished; only A is stopped")
-        #expect(registry.counters.observationCyclesStopped == 1)
+        #expect(try registry.phase(of: "B")?.description == "finished", "B's last run finished; only A is stopped")
+        #expect(try registry.counters.observationCyclesStopped == 1)
         registry.startShutdown()
         loop.run()
-        #expect(registry.counters.runningActions == 0)
+        #expect(try registry.counters.runningActions == 0)
         loop.shutdown()
     }
 
@@ -266,8 +266,8 @@ struct ObservationTests {
         loop.run()
         #expect(log.take() == ["run 10"])
         #expect(evaluations(registry) == 3)
-        #expect(registry.counters.observationCyclesStopped == 0)
-        #expect(registry.phase(of: 1)?.description == "finished")
+        #expect(try registry.counters.observationCyclesStopped == 0)
+        #expect(try registry.phase(of: 1)?.description == "finished")
         h.finish()
     }
 
@@ -281,10 +281,10 @@ struct ObservationTests {
                 if value < writes { context.commit { counter.value.value = value + 1 } }
             }
             loop.run()
-            #expect(registry.counters.observationCyclesStopped == (stopped ? 1 : 0), "\(writes) writes")
+            #expect(try registry.counters.observationCyclesStopped == (stopped ? 1 : 0), "\(writes) writes")
             var failedWithCycle = false
-            if case .failed(_ as ObservationCycleError)? = registry.phase(of: 1) { failedWithCycle = true }
-            #expect(failedWithCycle == stopped, "\(writes) writes: \(String(describing: registry.phase(of: 1)))")
+            if case .failed(_ as ObservationCycleError)? = try registry.phase(of: 1) { failedWithCycle = true }
+            #expect(failedWithCycle == stopped, "\(writes) writes: \(String(describing: try! registry.phase(of: 1)))")
             registry.startShutdown()
             loop.run()
             loop.shutdown()
@@ -316,7 +316,7 @@ struct ObservationTests {
         counter.value.value = 1
         loop.run()
         #expect(evaluations(registry) == 1)
-        #expect(registry.contains(1) == false, "a late write does not bring the slot back")
+        #expect(try registry.contains(1) == false, "a late write does not bring the slot back")
         h.finish()
     }
 
@@ -342,7 +342,7 @@ struct ObservationTests {
             loop.run()
             counter.value.value = 1
             loop.run()
-            #expect(registry.counters.identityEvaluations == 1)
+            #expect(try registry.counters.identityEvaluations == 1)
             #expect(throws: RegistryError.shutDown) { try registry.task(2, tracking: { 0 }) { _, _ in } }
         }
         #expect(weakWitness == nil)
@@ -408,7 +408,7 @@ struct ObservationTests {
         try registry.task(1, tracking: { counter.value.value }, template: template)
         loop.run()
         #expect(seen.value == [0, 1, 2, 3])
-        #expect(registry.counters.observationCyclesStopped == 1)
+        #expect(try registry.counters.observationCyclesStopped == 1)
         registry.startShutdown()
         loop.run()
         loop.shutdown()
@@ -526,8 +526,8 @@ struct ObservationTests {
             }
         ) { _, _ in }
         for _ in 0..<20 { loop.run() }
-        #expect(registry.counters.observationCyclesStopped == 1)
-        #expect(registry.counters.identityEvaluations < 20, "the chain stopped; nothing loops turn after turn")
+        #expect(try registry.counters.observationCyclesStopped == 1)
+        #expect(try registry.counters.identityEvaluations < 20, "the chain stopped; nothing loops turn after turn")
         registry.startShutdown()
         loop.run()
         loop.shutdown()
@@ -552,7 +552,7 @@ struct ObservationTests {
         loop.run()
         ping.value.value = 1
         for _ in 0..<50 { loop.run() }
-        #expect(registry.counters.observationCyclesStopped == 1)
+        #expect(try registry.counters.observationCyclesStopped == 1)
         registry.startShutdown()
         loop.run()
         loop.shutdown()
@@ -572,8 +572,8 @@ struct ObservationTests {
         loop.run()
         stages.value[0].value = 1
         loop.run()
-        guard case .failed(let error as ObservationCycleError)? = registry.phase(of: 3) else {
-            Issue.record("stage 3 should have been stopped: \(String(describing: registry.phase(of: 3)))")
+        guard case .failed(let error as ObservationCycleError)? = try registry.phase(of: 3) else {
+            Issue.record("stage 3 should have been stopped: \(String(describing: try registry.phase(of: 3)))")
             return
         }
         #expect(error.chain.map { $0.key as? Int } == [0, 1, 2, 3])
@@ -619,11 +619,11 @@ struct ObservationTests {
         loop.run()
         counter.value.value = 1
         loop.run()
-        #expect(registry.contains(1) == false)
+        #expect(try registry.contains(1) == false)
         #expect(registry.observations.isEmpty)
         counter.value.value = 2
         loop.run()
-        #expect(registry.contains(1) == false)
+        #expect(try registry.contains(1) == false)
         h.finish()
     }
 
@@ -643,7 +643,7 @@ struct ObservationTests {
             }
         }
         #expect(offLoop.join() == .calledOffLoopThread)
-        #expect(registry.counters.declared == 0)
+        #expect(try registry.counters.declared == 0)
         registry.startShutdown()
         loop.run()
         loop.shutdown()

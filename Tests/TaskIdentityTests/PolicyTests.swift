@@ -27,7 +27,7 @@ struct PolicyTests {
                 "g1 running", "g2 waiting", "g2 cancelled(supersededByPolicy)", "g3 waiting", "g1 finished",
                 "g3 running", "g3 finished",
             ])
-        #expect(registry.counters.coalesced == 1)
+        #expect(try registry.counters.coalesced == 1)
         h.finish()
     }
 
@@ -46,11 +46,11 @@ struct PolicyTests {
         try registry.task("file", id: 3, policy: .awaitPrevious) { _ in log.add("write 3") }
         loop.advance(ms: 100)
         #expect(log.take() == ["write 1"], "nothing overlaps the cancelled run")
-        #expect(registry.phase(of: "file")?.description == "waiting")
+        #expect(try registry.phase(of: "file")?.description == "waiting")
         cleanup.value!.resume()
         loop.run()
         #expect(log.take() == ["closed 1", "write 3"])
-        #expect(registry.counters.coalesced == 1)
+        #expect(try registry.counters.coalesced == 1)
         h.finish()
     }
 
@@ -71,7 +71,7 @@ struct PolicyTests {
         try refresh(4)  // a window has passed: at once
         loop.run()
         #expect(log.take() == ["refresh 1 at 0", "refresh 3 at 100", "refresh 4 at 220"])
-        #expect(registry.counters.coalesced == 1)
+        #expect(try registry.counters.coalesced == 1)
         h.finish()
     }
 
@@ -82,13 +82,13 @@ struct PolicyTests {
             try registry.task(7, id: change, debounce: .milliseconds(50)) { _ in log.add("run \(change)") }
             loop.advance(ms: 10)
         }
-        #expect(registry.counters.started == 0)
-        #expect(registry.counters.runningActions == 0)
+        #expect(try registry.counters.started == 0)
+        #expect(try registry.counters.runningActions == 0)
         loop.advance(ms: 39)
         #expect(log.events.isEmpty)
         loop.advance(ms: 1)
         #expect(log.take() == ["run 100"])
-        #expect(registry.counters.coalesced == 99)
+        #expect(try registry.counters.coalesced == 99)
         h.finish()
     }
 
@@ -99,16 +99,16 @@ struct PolicyTests {
         for id in 1...3 {
             try registry.task("burst", id: id) { _ in log.add("run \(id)") }
         }
-        #expect(registry.phase(of: "burst")?.description == "waiting", "it starts at the end of the turn")
-        #expect(registry.counters.started == 0)
+        #expect(try registry.phase(of: "burst")?.description == "waiting", "it starts at the end of the turn")
+        #expect(try registry.counters.started == 0)
         loop.run()
         #expect(log.take() == ["run 3"])
         #expect(
             phases.take() == [
                 "g1 cancelled(supersededByPolicy)", "g2 cancelled(supersededByPolicy)", "g3 running", "g3 finished",
             ])
-        #expect(registry.counters.started == 1)
-        #expect(registry.counters.coalesced == 2)
+        #expect(try registry.counters.started == 1)
+        #expect(try registry.counters.coalesced == 2)
         h.finish()
     }
 
@@ -128,7 +128,7 @@ struct PolicyTests {
         try registry.task("b", id: 1, template: load)  // unchanged
         loop.advance(ms: 100)
         #expect(log.take().sorted() == ["a 2 g2", "b 1 g1"])
-        let counters = registry.counters
+        let counters = try registry.counters
         #expect(counters.coalesced == 1 && counters.unchanged == 1 && counters.finished == 2)
         #expect(throws: RegistryError.invalidDuration(name: "throttle", .seconds(-1))) {
             _ = try TaskTemplate<String>(throttle: .seconds(-1)) { _, _ in }
@@ -149,11 +149,11 @@ struct PolicyTests {
         loop.run()
         try registry.task("c", id: 2) { _ in }
         loop.run()
-        let failed = registry.phase(of: "a")
+        let failed = try registry.phase(of: "a")
         #expect({ if case .failed(let error) = failed { return error is Broken } else { return false } }())
-        #expect(registry.phase(of: "b")?.description == "cancelled(actionCancelled)")
-        #expect(registry.phase(of: "c")?.description == "finished")
-        let counters = registry.counters
+        #expect(try registry.phase(of: "b")?.description == "cancelled(actionCancelled)")
+        #expect(try registry.phase(of: "c")?.description == "finished")
+        let counters = try registry.counters
         #expect(counters.failed == 1)
         #expect(counters.cancelled == 2)
         h.finish()
@@ -168,7 +168,7 @@ struct PolicyTests {
         #expect(throws: RegistryError.invalidDuration(name: "progressDelay", .seconds(-2))) {
             try registry.task("x", id: 1, progressDelay: .seconds(-2)) { _ in }
         }
-        #expect(!registry.contains("x"), "a rejected declaration leaves no trace")
+        #expect(try !registry.contains("x"), "a rejected declaration leaves no trace")
         try registry.remove("never declared")
         h.finish()
         #expect(throws: RegistryError.shutDown) { try registry.task("x", id: 1) { _ in } }
@@ -199,9 +199,9 @@ struct PolicyTests {
         let phases = PhaseRecorder(registry, 1)
         loop.run()
         // Running: keys 0 mod 4 and 2 mod 4. Debounced and throttled ones wait.
-        #expect(registry.counters.runningActions == 20)
+        #expect(try registry.counters.runningActions == 20)
         // One debounce queue, one progress queue, one throttle timer per throttled task.
-        #expect(registry.openTimerCount == 1 + 1 + 10)
+        #expect(try registry.openTimerCount == 1 + 1 + 10)
         h.finish()
         #expect(ended.value == 30, "every started action ran to its end (10 cancelled by the throttled re-declaration)")
         #expect(phases.take() == ["g1 cancelled(registryShutDown)"])

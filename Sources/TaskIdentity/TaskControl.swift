@@ -1,0 +1,8 @@
+/// A call on a declared task that neither declares nor removes it (`cancel`, `runNow`,
+/// `dropPending`). A value type; may be used on any thread.
+@usableFromInline
+enum TaskControl: Sendable {
+    case cancel
+    case runNow
+    case dropPending
+}
