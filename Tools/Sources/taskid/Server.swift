@@ -1,3 +1,5 @@
+import Logging
+import Synchronization
 import TaskIdentity
 import UVLoop
 
@@ -5,49 +7,58 @@ import UVLoop
 /// with that identity, `GET key` returns the last committed result, and so on (see README).
 ///
 /// Connections live on the first loop; keys are hashed over the shards (one per loop).
-/// Threading: `start` and `stop` may be called from any task; everything else runs on loops.
-///
-/// Unchecked `Sendable`: its mutable state is touched only on the front loop (tasks preferring it).
-final class RegistryServer: @unchecked Sendable {
+/// Threading: `start`, `stop`, `port` and `shard(for:)` may be called from any thread or task;
+/// everything else runs on the loops (the front loop's state is checked by `LoopBound`).
+final class RegistryServer: Sendable {
     let configuration: ServerConfiguration
     let group: UVLoopGroup
     let shards: [ServerShard]
+    /// Where the server reports what it survives and its start and stop.
+    let logger: Logger
     var frontLoop: UVLoop { group.loops[0] }
 
-    // Front-loop state.
-    private var listener: TCPListener?
-    private var acceptTask: Task<Void, Never>?
-    private var clients: [UInt64: (connection: TCPConnection, task: Task<Void, Never>)] = [:]
-    private(set) var nextClientID: UInt64 = 0
-    private var stopping = false
-    private(set) var port = 0
+    /// Listener, clients and the accept loop: touched per connection, never per request, so
+    /// the thread check of `LoopBound` costs nothing that matters.
+    private let front: LoopBound<FrontLoopState>
+    /// The bound port, 0 before `start`; read by tests and INFO from other threads.
+    private let boundPort = Atomic<Int>(0)
 
-    init(configuration: ServerConfiguration) throws {
+    /// Creates the loops and the shards; listens only at `start`.
+    ///
+    /// Any thread. - Throws: `LoopError` when a loop cannot start, or a template is refused.
+    init(configuration: ServerConfiguration, logger: Logger) throws {
         self.configuration = configuration
+        self.logger = logger
         group = try UVLoopGroup(loops: configuration.loops, namePrefix: "taskid")
         shards = try group.loops.map { try ServerShard(loop: $0, configuration: configuration) }
+        front = LoopBound(FrontLoopState(), loop: group.loops[0])
     }
 
+    /// The port bound by `start`, 0 before. Any thread.
+    var port: Int { boundPort.load(ordering: .acquiring) }
+
+    /// The shard that owns `key`. Any thread.
     func shard(for key: ServerKey) -> ServerShard {
         // One loop: no hashing (each SET would otherwise hash its key twice).
         if shards.count == 1 { return shards[0] }
         return shards[shardIndex(forHash: key.hashValue, shardCount: shards.count)]
     }
 
-    /// Binds and starts accepting; returns the bound port.
+    /// Binds and starts accepting; returns the bound port. Any task.
     /// - Throws: `LoopError` (e.g. `EADDRINUSE`).
     func start() async throws -> Int {
         try await Task(executorPreference: frontLoop) { () throws -> Int in
             let listener = try self.frontLoop.listen(host: self.configuration.host, port: self.configuration.port)
-            self.listener = listener
-            self.port = listener.localPort
-            self.acceptTask = Task(executorPreference: self.frontLoop) { await self.acceptLoop(listener) }
-            return self.port
+            self.front.value.listener = listener
+            self.boundPort.store(listener.localPort, ordering: .releasing)
+            self.front.value.acceptTask = Task(executorPreference: self.frontLoop) { await self.acceptLoop(listener) }
+            return listener.localPort
         }.value
     }
 
+    /// Accepts until `stop`. Front loop only.
     private func acceptLoop(_ listener: TCPListener) async {
-        while !stopping {
+        while !front.value.stopping {
             let connection: TCPConnection
             do {
                 connection = try await listener.accept()
@@ -56,12 +67,12 @@ final class RegistryServer: @unchecked Sendable {
             } catch {
                 // A failed accept (a peer that reset, EMFILE) must not stop the server. Pause
                 // a little so that running out of descriptors does not spin the loop.
-                if stopping || !listener.isOpen { return }
-                printServerError("accept failed: \(error)")
+                if front.value.stopping || !listener.isOpen { return }
+                logger.warning("accept failed: \(error)")
                 try? await frontLoop.clock.sleep(for: .milliseconds(10))
                 continue
             }
-            if clients.count >= configuration.maxClients {
+            if front.value.clients.count >= configuration.maxClients {
                 var reply: [UInt8] = []
                 RESPReply.error("ERR max number of clients reached", into: &reply)
                 Task(executorPreference: frontLoop) {
@@ -70,27 +81,27 @@ final class RegistryServer: @unchecked Sendable {
                 }
                 continue
             }
-            let id = nextClientID
-            nextClientID += 1
+            let id = front.value.nextClientID
+            front.value.nextClientID += 1
             let task = Task(executorPreference: frontLoop) {
                 await self.serve(connection)
                 connection.close()
-                self.clients[id] = nil
+                self.front.value.clients[id] = nil
             }
-            clients[id] = (connection, task)
+            front.value.clients[id] = (connection, task)
         }
     }
 
     /// Graceful shutdown: stop accepting, cancel every client and every task, close every
-    /// handle, shut the loops down.
+    /// handle, shut the loops down. Any task; once.
     func stop() async {
         let tasks: [Task<Void, Never>] = await Task(executorPreference: frontLoop) {
-            self.stopping = true
-            self.listener?.close()
-            self.acceptTask?.cancel()
-            let tasks = self.clients.values.map(\.task)
+            self.front.value.stopping = true
+            self.front.value.listener?.close()
+            self.front.value.acceptTask?.cancel()
+            let tasks = self.front.value.clients.values.map(\.task)
             for task in tasks { task.cancel() }
-            return tasks + [self.acceptTask].compactMap { $0 }
+            return tasks + [self.front.value.acceptTask].compactMap { $0 }
         }.value
         for task in tasks { await task.value }
         for shard in shards { await shard.registry.shutdown() }
@@ -98,10 +109,14 @@ final class RegistryServer: @unchecked Sendable {
     }
 
     /// Number of clients connected now. Front loop only.
-    var clientCount: Int { clients.count }
+    var clientCount: Int { front.value.clients.count }
+
+    /// The id the next client will get (CLIENT ID). Front loop only.
+    var nextClientID: UInt64 { front.value.nextClientID }
 
     // MARK: - One client
 
+    /// Reads, executes and answers one client's requests until it leaves. Front loop only.
     private func serve(_ connection: TCPConnection) async {
         var parser = RESPParser(limits: RESPLimits(maxRequestBytes: configuration.maxRequestBytes))
         var request: [ArraySlice<UInt8>] = []
@@ -139,4 +154,13 @@ final class RegistryServer: @unchecked Sendable {
             }
         }
     }
+}
+
+/// `RegistryServer`'s mutable state. Front loop only (kept in a `LoopBound`).
+struct FrontLoopState {
+    var listener: TCPListener?
+    var acceptTask: Task<Void, Never>?
+    var clients: [UInt64: (connection: TCPConnection, task: Task<Void, Never>)] = [:]
+    var nextClientID: UInt64 = 0
+    var stopping = false
 }

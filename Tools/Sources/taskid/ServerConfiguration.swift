@@ -1,4 +1,4 @@
-/// What a `SET` starts for its key: the work whose result `GET` returns.
+/// What a `SET` starts for its key: the work whose result `GET` returns. A value type; any thread.
 enum ServerWork: Sendable, Equatable, CustomStringConvertible {
     /// Hold the run for a while on the loop's timer, then commit: a synchronous run (no Swift
     /// task); cancellation ends it at once and its commit never happens.
@@ -9,7 +9,7 @@ enum ServerWork: Sendable, Equatable, CustomStringConvertible {
     /// One request to another server (`PING`, one reply read); cancellation closes that connection.
     case upstream(host: String, port: Int)
 
-    /// Parses `sleep:MS` or `upstream:HOST:PORT`.
+    /// Parses `sleep:MS`, `task-sleep:MS` or `upstream:HOST:PORT`; nil for anything else.
     init?(argument: String) {
         let parts = argument.split(separator: ":", maxSplits: 1).map(String.init)
         if parts.count == 2, parts[0] == "sleep", let milliseconds = Int(parts[1]), milliseconds >= 0 {
@@ -34,8 +34,8 @@ enum ServerWork: Sendable, Equatable, CustomStringConvertible {
     }
 }
 
-/// `taskid serve`'s settings.
-struct ServerConfiguration: Sendable {
+/// `taskid serve`'s settings. A value type; any thread.
+struct ServerConfiguration: Sendable, Equatable {
     var host = "127.0.0.1"
     var port = 6380
     var loops = 1

@@ -7,49 +7,57 @@ struct ServerResult: Sendable {
     let generation: UInt64
 }
 
-/// One registry shard. Loop-confined to the shard's loop. Each key's result is stored in the
-/// registry with its task (`commit(result:)`), so a run's end needs no lookup by key.
+/// One registry shard: a loop, its registry and the template every SET runs. Each key's result
+/// is stored in the registry with its task (`commit(result:)`), so a run's end needs no lookup
+/// by key.
 ///
-/// Unchecked `Sendable`: `work` is set once in init; the registry it drives is confined to `loop`.
-final class ServerShard: @unchecked Sendable {
+/// Its properties may be read from any thread (all `let`); the registry they reach is used on
+/// `loop` only, as `TaskRegistry` requires.
+final class ServerShard: Sendable {
     let loop: UVLoop
     let registry: TaskRegistry<ServerKey>
     /// What every SET runs: one template, so a SET allocates no closure.
-    private(set) var work: TaskTemplate<ServerKey>!
+    let work: TaskTemplate<ServerKey>
 
+    /// Builds the shard's registry and template. Any thread.
+    ///
+    /// - Throws: the registry's error when the template's options are refused.
     init(loop: UVLoop, configuration: ServerConfiguration) throws {
         self.loop = loop
         registry = TaskRegistry<ServerKey>(loop: loop)
         let debounce = Duration.milliseconds(configuration.debounceMilliseconds)
+        // The templates capture what they need (not `self`), so `work` can be a constant and
+        // the shard needs no unchecked `Sendable`.
         switch configuration.work {
         case .sleep(let milliseconds):
-            work = try .synchronous(debounce: debounce, after: .milliseconds(milliseconds)) {
-                [unowned self] key, context in
-                self.commit(context)
+            work = try .synchronous(debounce: debounce, after: .milliseconds(milliseconds)) { key, context in
+                Self.commit(context)
             }
         case .taskSleep(let milliseconds):
-            work = try TaskTemplate<ServerKey>(debounce: debounce) { [unowned self] key, context in
+            work = try TaskTemplate<ServerKey>(debounce: debounce) { key, context in
                 try await context.clock.sleep(for: .milliseconds(milliseconds))
-                self.commit(context)
+                Self.commit(context)
             }
         case .upstream(let host, let port):
-            work = try TaskTemplate<ServerKey>(debounce: debounce) { [unowned self] key, context in
-                let connection = try await self.loop.connect(host: host, port: port)
+            work = try TaskTemplate<ServerKey>(debounce: debounce) { key, context in
+                let connection = try await loop.connect(host: host, port: port)
                 defer { connection.close() }
                 try await connection.write(Array("PING\r\n".utf8))
                 _ = try await connection.read()
-                self.commit(context)
+                Self.commit(context)
             }
         }
     }
 
-    /// Stores the run's result for `GET`, if the run is still the key's current one.
-    private func commit(_ context: TaskContext) {
+    /// Stores the run's result for `GET`, if the run is still the key's current one. On the
+    /// run's loop (where a template's body runs).
+    private static func commit(_ context: TaskContext) {
         let id = context.id(as: String.self)!
         context.commit(result: ServerResult(id: id, generation: context.generation))
     }
 
     /// Runs `body` on this shard's loop: at once when already there, else hopping there.
+    /// Any task.
     func onLoop<Result: Sendable>(_ body: @escaping @Sendable () throws -> Result) async throws -> Result {
         if loop.inLoop { return try body() }
         return try await loop.submit(body)

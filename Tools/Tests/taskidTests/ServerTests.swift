@@ -1,9 +1,12 @@
+import Logging
 import Testing
 import UVLoop
 
 @testable import taskid
 
 /// A minimal RESP client on its own loop, for driving the server in tests.
+///
+/// Unchecked `Sendable`: `connection` and `received` are touched only in tasks on `loop`.
 final class TestClient: @unchecked Sendable {
     let loop: UVLoop
     let port: Int
@@ -91,6 +94,11 @@ final class TestClient: @unchecked Sendable {
     }
 }
 
+extension Logger {
+    /// A logger that drops everything, for servers started inside the test process.
+    static let quiet = Logger(label: "taskid-tests") { _ in SwiftLogNoOpLogHandler() }
+}
+
 /// A server on an ephemeral loopback port and a client loop; always shut down cleanly.
 func withServer(
     _ configure: (inout ServerConfiguration) -> Void = { _ in },
@@ -100,7 +108,7 @@ func withServer(
     configuration.port = 0
     configuration.work = .sleep(milliseconds: 2)
     configure(&configuration)
-    let server = try RegistryServer(configuration: configuration)
+    let server = try RegistryServer(configuration: configuration, logger: .quiet)
     _ = try await server.start()
     let clientLoop = UVLoop(name: "client")
     try clientLoop.start()
@@ -251,7 +259,7 @@ struct ServerTests {
         var configuration = ServerConfiguration()
         configuration.port = 0
         configuration.work = .sleep(milliseconds: 60_000)
-        let server = try RegistryServer(configuration: configuration)
+        let server = try RegistryServer(configuration: configuration, logger: .quiet)
         _ = try await server.start()
         let clientLoop = UVLoop(name: "client")
         try clientLoop.start()
@@ -268,7 +276,7 @@ struct ServerTests {
     @Test func keysGoToTheShardOfTheLoopGroupsHashMapping() async throws {
         var configuration = ServerConfiguration()
         configuration.loops = 3
-        let server = try RegistryServer(configuration: configuration)
+        let server = try RegistryServer(configuration: configuration, logger: .quiet)
         for name in ["a", "b", "user:1", "user:2", "x"] {
             let key = ServerKey(name)
             #expect(server.shard(for: key).loop === server.group.loop(forHash: key.hashValue))

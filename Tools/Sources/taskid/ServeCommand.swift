@@ -1,0 +1,110 @@
+import ArgumentParser
+import Logging
+import ServiceLifecycle
+
+/// `taskid serve`: parses the server's options into a `ServerConfiguration` and runs the server
+/// as a `Service` in a `ServiceGroup` whose graceful shutdown signals are SIGTERM and SIGINT.
+/// Parsed and run on the main task.
+struct ServeCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "serve",
+        abstract: "Serves a task registry over RESP2 (the Redis protocol).",
+        discussion: """
+            SET key id declares the key's task with that identity (restarting it when the id \
+            changes); GET key returns the id whose run finished last, and its generation.
+
+            Once listening, one line of JSON goes to standard output, e.g. \
+            {"event":"ready","host":"127.0.0.1","port":6380,"loops":1,"version":"\(taskidVersion)","pid":1234} \
+            (the port actually bound, also with --port 0). The log goes to standard error. \
+            SIGINT or SIGTERM shuts down gracefully (exit 0).
+            """
+    )
+
+    @Option(help: "Address to listen on.")
+    var host = "127.0.0.1"
+
+    @Option(help: "Port (0 picks a free one; the ready line tells which).")
+    var port = 6380
+
+    @Option(help: "Event loops (registry shards), one thread each (1...64).")
+    var loops = 1
+
+    @Option(name: .customLong("debounce-ms"), help: "Debounce window of every SET, in milliseconds.")
+    var debounceMilliseconds = 0
+
+    @Option(
+        help: ArgumentHelp(
+            "What a SET runs: sleep:MS, task-sleep:MS or upstream:HOST:PORT.",
+            discussion: """
+                sleep:MS is held MS on the loop's timer, then committed (a synchronous run, no \
+                Swift task); task-sleep:MS is a Swift task that sleeps MS on the loop's clock; \
+                upstream:HOST:PORT is a Swift task sending one PING to another server \
+                (cancellation closes that connection).
+                """,
+            valueName: "work"
+        )
+    )
+    var work = ServerWork.sleep(milliseconds: 10)
+
+    @Option(help: "Connections served at once.")
+    var maxClients = 10_000
+
+    @Option(help: "Largest request accepted, in bytes.")
+    var maxRequestBytes = 1 << 20
+
+    @Option(help: "Least severe log message written to standard error.")
+    var logLevel = LogLevelArgument.info
+
+    /// Refuses values out of range, with the option's name and its range.
+    func validate() throws {
+        func check(_ option: String, _ value: Int, in range: ClosedRange<Int>) throws {
+            guard range.contains(value) else {
+                throw ValidationError(
+                    "\(option) takes an integer in \(range.lowerBound)...\(range.upperBound), got '\(value)'")
+            }
+        }
+        try check("--port", port, in: 0...65_535)
+        try check("--loops", loops, in: 1...64)
+        try check("--debounce-ms", debounceMilliseconds, in: 0...86_400_000)
+        try check("--max-clients", maxClients, in: 1...1_000_000)
+        try check("--max-request-bytes", maxRequestBytes, in: 64...(1 << 30))
+    }
+
+    /// The server's settings from the options.
+    var serverConfiguration: ServerConfiguration {
+        var configuration = ServerConfiguration()
+        configuration.host = host
+        configuration.port = port
+        configuration.loops = loops
+        configuration.debounceMilliseconds = debounceMilliseconds
+        configuration.work = work
+        configuration.maxClients = maxClients
+        configuration.maxRequestBytes = maxRequestBytes
+        return configuration
+    }
+
+    /// Serves until SIGTERM or SIGINT. - Throws: `ExitCode.failure` when the server cannot start
+    /// (the reason is logged).
+    func run() async throws {
+        let level = logLevel.level
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
+        let logger = Logger(label: "taskid")
+        let group = ServiceGroup(
+            services: [ServerService(configuration: serverConfiguration, logger: logger)],
+            gracefulShutdownSignals: [.sigterm, .sigint],
+            logger: logger
+        )
+        do {
+            try await group.run()
+        } catch {
+            throw ExitCode.failure  // ServerService logged why
+        }
+    }
+}
+
+/// `--work`'s values, parsed by `ServerWork(argument:)`; the default shows as its description.
+extension ServerWork: ExpressibleByArgument {}

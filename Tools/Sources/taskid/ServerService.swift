@@ -1,0 +1,57 @@
+import Logging
+import ServiceLifecycle
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#endif
+
+/// `taskid serve` as a `Service`: starts the server, prints the ready line, waits for the
+/// group's graceful shutdown (SIGTERM or SIGINT), then stops the server and returns.
+///
+/// Run it inside a `ServiceGroup` (that is where its graceful shutdown comes from); `run` is
+/// called once, from the group's task.
+struct ServerService: Service {
+    let configuration: ServerConfiguration
+    let logger: Logger
+
+    /// Serves until the group shuts down gracefully or cancels this task.
+    ///
+    /// The group installs its signal handlers before it calls `run`, so the port opens only once
+    /// a SIGTERM would shut down gracefully rather than kill the process.
+    /// - Throws: `LoopError` when the loops cannot start or the port cannot be bound (logged;
+    ///   the server is shut down first).
+    func run() async throws {
+        // A write to a peer that has gone must fail with EPIPE, not kill the server.
+        signal(SIGPIPE, SIG_IGN)
+        let server: RegistryServer
+        do {
+            server = try RegistryServer(configuration: configuration, logger: logger)
+        } catch {
+            logger.error("cannot start: \(error)")
+            throw error
+        }
+        let port: Int
+        do {
+            port = try await server.start()
+        } catch {
+            logger.error("cannot listen on \(configuration.host):\(configuration.port): \(error)")
+            await server.stop()
+            throw error
+        }
+        logger.info(
+            "serving RESP on \(configuration.host):\(port)",
+            metadata: [
+                "loops": "\(configuration.loops)", "work": "\(configuration.work)",
+                "debounce_ms": "\(configuration.debounceMilliseconds)",
+            ])
+        ReadyLine(host: configuration.host, port: port, loops: configuration.loops, pid: getpid()).emit()
+        // Returns on graceful shutdown; throws CancellationError when the group cancels us.
+        // Either way the server stops the same way.
+        try? await gracefulShutdown()
+        logger.info("shutting down")
+        await server.stop()
+        logger.info("stopped")
+    }
+}

@@ -1,0 +1,75 @@
+import ArgumentParser
+import Testing
+
+@testable import taskid
+
+@Suite("taskid's command line")
+struct CommandLineTests {
+    @Test func noOptionsGiveTheDefaultConfiguration() throws {
+        let command = try ServeCommand.parse([])
+        #expect(command.serverConfiguration == ServerConfiguration())
+        #expect(command.serverConfiguration.port == 6380)
+        #expect(command.serverConfiguration.work == .sleep(milliseconds: 10))
+        #expect(command.logLevel == .info)
+    }
+
+    @Test func everyOptionReachesTheConfiguration() throws {
+        let command = try ServeCommand.parse([
+            "--host", "::1", "--port", "0", "--loops", "3", "--debounce-ms", "50", "--work", "task-sleep:7",
+            "--max-clients", "5", "--max-request-bytes", "4096", "--log-level", "debug",
+        ])
+        var expected = ServerConfiguration()
+        expected.host = "::1"
+        expected.port = 0
+        expected.loops = 3
+        expected.debounceMilliseconds = 50
+        expected.work = .taskSleep(milliseconds: 7)
+        expected.maxClients = 5
+        expected.maxRequestBytes = 4096
+        #expect(command.serverConfiguration == expected)
+        #expect(command.logLevel.level == .debug)
+    }
+
+    @Test func serveIsTheSubcommandOfTheRoot() throws {
+        let command = try TaskIDCommand.parseAsRoot(["serve", "--port", "0", "--work", "upstream:localhost:6379"])
+        let serve = try #require(command as? ServeCommand)
+        #expect(serve.serverConfiguration.port == 0)
+        #expect(serve.serverConfiguration.work == .upstream(host: "localhost", port: 6379))
+    }
+
+    @Test(arguments: [
+        (["--loops", "0"], "--loops takes an integer in 1...64, got '0'"),
+        (["--port", "65536"], "--port takes an integer in 0...65535, got '65536'"),
+        (["--port", "six"], "The value 'six' is invalid for '--port <port>'"),
+        (["--debounce-ms", "-1"], "--debounce-ms"),
+        (["--max-clients", "0"], "--max-clients takes an integer in 1...1000000"),
+        (["--max-request-bytes", "63"], "--max-request-bytes takes an integer in 64...1073741824"),
+        (["--work", "nap:5"], "The value 'nap:5' is invalid for '--work <work>'"),
+        (["--log-level", "loud"], "The value 'loud' is invalid for '--log-level <log-level>'"),
+        (["--bogus", "1"], "Unknown option '--bogus'"),
+        (["--port"], "Missing value for '--port <port>'"),
+    ])
+    func badOptionsAreValidationErrors(arguments: [String], message: String) {
+        let error = #expect(throws: (any Error).self) { try ServeCommand.parse(arguments) }
+        guard let error else { return }
+        #expect(ServeCommand.exitCode(for: error) == .validationFailure, "exit 64 for \(arguments)")
+        #expect(ServeCommand.message(for: error).contains(message), "\(ServeCommand.message(for: error))")
+    }
+
+    @Test func anUnknownCommandOrNoCommandIsBadUsage() async throws {
+        let unknown = #expect(throws: (any Error).self) { try TaskIDCommand.parseAsRoot(["frob"]) }
+        #expect(unknown.map { TaskIDCommand.exitCode(for: $0) } == .validationFailure)
+
+        let bare = try #require(try TaskIDCommand.parseAsRoot([]) as? TaskIDCommand)
+        let missing = await #expect(throws: ValidationError.self) { try await bare.run() }
+        #expect(missing?.message == "missing command")
+    }
+
+    @Test func versionFlagAsksForTheVersionConstant() {
+        let error = #expect(throws: (any Error).self) { try TaskIDCommand.parseAsRoot(["--version"]) }
+        guard let error else { return }
+        #expect(TaskIDCommand.exitCode(for: error) == .success)
+        #expect(TaskIDCommand.fullMessage(for: error) == taskidVersion)
+        #expect(taskidVersion == "0.12.0")
+    }
+}

@@ -1,0 +1,86 @@
+import Foundation
+import Testing
+import UVLoop
+
+@testable import taskid
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#endif
+
+/// The built binary, as scripts run it: its output, its ready line and its signals.
+@Suite("taskid as a process")
+struct ProcessTests {
+    @Test func versionPrintsTheVersionAndExitsZero() async throws {
+        let taskid = try TaskidProcess(["--version"])
+        #expect(await taskid.remainingOutput() == "\(taskidVersion)\n")
+        #expect(await taskid.exit() == (.exit, 0))
+    }
+
+    @Test func aBadOptionExits64AndSaysWhy() async throws {
+        let taskid = try TaskidProcess(["serve", "--loops", "0"])
+        #expect(await taskid.remainingOutput() == "", "no ready line")
+        #expect(await taskid.errorOutput().contains("--loops takes an integer in 1...64, got '0'"))
+        #expect(await taskid.exit() == (.exit, 64))
+    }
+
+    @Test func theReadyLineNamesTheBoundPortAndIsTheOnlyOutput() async throws {
+        let taskid = try TaskidProcess(["serve", "--port", "0", "--loops", "2", "--log-level", "warning"])
+        let line = try #require(await taskid.readLine(), "a ready line")
+
+        let fields = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+        #expect(Set(fields.keys) == ["event", "host", "port", "loops", "version", "pid"])
+        let ready = try JSONDecoder().decode(ReadyLine.self, from: Data(line.utf8))
+        #expect(ready.event == "ready")
+        #expect(ready.host == "127.0.0.1")
+        #expect(ready.loops == 2)
+        #expect(ready.version == taskidVersion)
+        #expect(ready.pid == taskid.process.processIdentifier)
+        #expect(ready.port > 0)
+
+        // The port is the bound one: a client gets an answer there.
+        let clientLoop = UVLoop(name: "client")
+        try clientLoop.start()
+        let client = TestClient(loop: clientLoop, port: ready.port)
+        try await client.connect()
+        try await client.send("PING\r\n")
+        #expect(try await client.replies(1) == ["+PONG"])
+        await client.close()
+        try clientLoop.syncShutdown()
+
+        taskid.send(SIGTERM)
+        #expect(await taskid.exit() == (.exit, 0))
+        #expect(await taskid.remainingOutput() == "", "exactly one line on standard output")
+    }
+
+    @Test func sigtermRightAfterTheReadyLineShutsDownGracefully() async throws {
+        let taskid = try TaskidProcess(["serve", "--port", "0"])
+        _ = try #require(await taskid.readLine(), "a ready line")
+        taskid.send(SIGTERM)
+        #expect(await taskid.exit() == (.exit, 0), "graceful: exit 0, not killed by the signal")
+        #expect(await taskid.errorOutput().contains("stopped"))
+    }
+
+    @Test func sigintShutsDownGracefullyToo() async throws {
+        let taskid = try TaskidProcess(["serve", "--port", "0"])
+        _ = try #require(await taskid.readLine(), "a ready line")
+        taskid.send(SIGINT)
+        #expect(await taskid.exit() == (.exit, 0))
+    }
+
+    @Test func aPortInUseExits1WithoutAReadyLine() async throws {
+        let first = try TaskidProcess(["serve", "--port", "0"])
+        let line = try #require(await first.readLine(), "a ready line")
+        let port = try JSONDecoder().decode(ReadyLine.self, from: Data(line.utf8)).port
+
+        let second = try TaskidProcess(["serve", "--port", "\(port)"])
+        #expect(await second.remainingOutput() == "")
+        #expect(await second.errorOutput().contains("cannot listen on 127.0.0.1:\(port)"))
+        #expect(await second.exit() == (.exit, 1))
+
+        first.send(SIGTERM)
+        #expect(await first.exit() == (.exit, 0))
+    }
+}
