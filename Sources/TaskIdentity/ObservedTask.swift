@@ -62,10 +62,16 @@ extension TaskRegistry {
     /// other threads are seen once they are stored (Observation reports them after the store).
     ///
     /// - Parameters:
+    ///   - key: the slot.
+    ///   - name: which of the slot's tasks (default `.main`).
     ///   - identity: computes the identity, synchronously, on the loop thread.
+    ///   - priority: as for `task(_:name:id:…)`.
+    ///   - debounce: as for `task(_:name:id:…)`.
+    ///   - throttle: as for `task(_:name:id:…)`.
+    ///   - policy: as for `task(_:name:id:…)`.
+    ///   - progressDelay: as for `task(_:name:id:…)`.
+    ///   - executor: as for `task(_:name:id:…)`.
     ///   - action: the work, given the identity's value and the run's context.
-    ///   - name, priority, debounce, throttle, policy, progressDelay, executor: as for
-    ///     `task(_:name:id:…)`.
     /// - Throws: `RegistryError.calledOffLoopThread` off the loop thread; `.shutDown` after
     ///   shutdown; `.invalidDuration` for a negative duration.
     /// - Note: Loop thread only: `identity` captures loop-confined state.

@@ -23,7 +23,15 @@ public final class TaskTemplate<Key: Hashable & Sendable>: Sendable {
     /// `executor` included: a template for work that computes can run its actions on
     /// `.global`, off the loop.
     ///
-    /// - Parameter action: the work, given the slot's key and the run's context.
+    /// - Parameters:
+    ///   - name: which of a slot's tasks the template declares (default `.main`).
+    ///   - priority: the Swift task priority of the action.
+    ///   - debounce: start only once no new identity has arrived for this long.
+    ///   - throttle: start at most once per window; the latest identity starts when it closes.
+    ///   - policy: what a new identity does to a run still in progress.
+    ///   - progressDelay: turn the run's progress signal on only after this long.
+    ///   - executor: where the action runs (see `ActionExecutor`).
+    ///   - action: the work, given the slot's key and the run's context.
     /// - Throws: `RegistryError.invalidDuration` for a negative duration.
     /// - Note: May be called from any thread.
     public init(
@@ -72,11 +80,16 @@ public final class TaskTemplate<Key: Hashable & Sendable>: Sendable {
     /// ```
     ///
     /// - Parameters:
-    ///   - after: how long the run stays `running` before `action` is called (zero: at once).
+    ///   - name: which of a slot's tasks the template declares (default `.main`).
+    ///   - debounce: as for `TaskRegistry.task(…)`.
+    ///   - throttle: as for `TaskRegistry.task(…)`.
+    ///   - policy: as for `TaskRegistry.task(…)`.
+    ///   - progressDelay: as for `TaskRegistry.task(…)`.
+    ///   - delay: (`after:`) how long the run stays `running` before `action` is called
+    ///     (zero: at once).
     ///   - action: called on the loop thread with the slot's key and the run's context. It must
     ///     not block: the loop waits for it. If it throws, the run ends `failed` (or
     ///     `cancelled`, for a `CancellationError`).
-    ///   - name, debounce, throttle, policy, progressDelay: as for `TaskRegistry.task(…)`.
     /// - Throws: `RegistryError.invalidDuration` for a negative duration.
     /// - Note: May be called from any thread.
     public static func synchronous(

@@ -9,8 +9,8 @@ import Synchronization
     import Musl
 #endif
 
-/// A libuv event loop on a thread of its own: a Swift `SerialExecutor` and `TaskExecutor`, a
-/// clock, timers, TCP sockets and signal watchers.
+/// A libuv event loop on a thread of its own: a Swift `TaskExecutor` (with a `SerialExecutor`
+/// for actors as `executor`), a clock, timers, TCP sockets and signal watchers.
 ///
 /// ```swift
 /// let loop = UVLoop(name: "io")
