@@ -223,8 +223,8 @@
         /// have been woken and the timers closed. It does not wait for the tasks those wake-ups
         /// end: `await registry.shutdown()` does that for a registry's actions.
         ///
-        /// - Note: May be called from any task other than one running on this loop's thread
-        ///   in a synchronous context (there, call `startShutdown()`).
+        /// - Note: May be called from any task (on the event loop's thread the shutdown runs at
+        ///   once); from synchronous code, call `startShutdown()`.
         public func shutdown() async {
             startShutdown()
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
