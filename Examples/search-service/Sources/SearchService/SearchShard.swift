@@ -1,0 +1,97 @@
+import NIOCore
+import TaskIdentity
+import UVLoop
+
+/// What a search commits: the query it ran for and the words it found.
+///
+/// A value type; may be used on any thread.
+struct SearchResult: Sendable, Codable, Equatable {
+    let query: String
+    let matches: [String]
+}
+
+/// One user's search box as `/state` shows it.
+///
+/// A value type; may be used on any thread.
+struct SearchState: Sendable, Codable {
+    let user: String
+    /// The latest query the user typed ("" before the first keystroke).
+    let query: String
+    /// The search task's phase (`idle`, `waiting`, `running`, `finished`, `cancelled(…)`, …).
+    let phase: String
+    /// How many queries the search box has had; 0 before the first.
+    let generation: UInt64
+    /// Whether a spinner should show: on only once a search has run for 150 ms.
+    let showsProgress: Bool
+    /// The latest results that reached the user: always those of a query that was current when
+    /// it finished, never a stale one.
+    let results: SearchResult?
+}
+
+/// One event loop's share of the users: a task registry on that loop, whose slots are the
+/// users' search boxes (key = user id), and the query each user typed last.
+///
+/// Threading: the registry and `typed` live on the event loop's thread; `keystroke` and
+/// `state` are called there (through `SearchBoxes`, which hops with `loop.submit`).
+///
+/// Unchecked `Sendable`: `typed` is touched only on the event loop's thread; the rest is
+/// immutable or `Sendable`.
+final class SearchShard: @unchecked Sendable {
+    let loop: NIOTaskLoop
+    let registry: TaskRegistry<String>
+    /// The latest query of each user. Event loop thread only.
+    private var typed: [String: String] = [:]
+    /// The search a keystroke declares: made once, so a keystroke allocates no closure.
+    private let search: TaskTemplate<String>
+    /// What an empty query declares: clears the results at once, without searching.
+    private let clear: TaskTemplate<String>
+
+    /// Creates the shard on `eventLoop`; each search waits `latency` for the fake backend.
+    ///
+    /// May be called from any thread.
+    init(eventLoop: any EventLoop, latency: Duration) throws {
+        loop = NIOTaskLoop(eventLoop)
+        registry = TaskRegistry<String>(loop: loop)
+        // Debounce: only a query held for 250 ms is searched, so a burst of keystrokes runs
+        // one search. Progress: a spinner only for searches still running after 150 ms.
+        search = try TaskTemplate<String>(debounce: .milliseconds(250), progressDelay: .milliseconds(150)) {
+            _, context in
+            let query = context.id(as: String.self) ?? ""
+            // The backend's latency, on the event loop's timer. A newer query cancels this
+            // run: the sleep throws CancellationError and nothing is committed.
+            try await context.clock.sleep(for: latency)
+            let found = SearchResult(query: query, matches: WordList.matches(query))
+            // Dropped (and counted as stale) if a newer query took over in the meantime.
+            context.commit(result: found)
+        }
+        clear = try TaskTemplate<String>.synchronous { _, context in
+            context.commit(result: SearchResult(query: "", matches: []))
+        }
+    }
+
+    /// Re-declares `user`'s search with the new query as its identity: an equal query leaves
+    /// the search alone, a new one cancels the running search (or re-arms the debounce).
+    ///
+    /// - Returns: the search box's generation after the keystroke.
+    /// - Throws: `RegistryError.shutDown` once the service is shutting down.
+    /// - Note: Event loop thread only.
+    func keystroke(user: String, query: String) throws -> UInt64 {
+        typed[user] = query
+        try registry.task(user, id: query, template: query.isEmpty ? clear : search)
+        return registry.generation(of: user) ?? 0
+    }
+
+    /// The search box of `user` now. Every registry read of the example is here, so that a
+    /// change of the registry's query API touches one function.
+    ///
+    /// - Note: Event loop thread only (the registry's getters are loop-thread only).
+    func state(of user: String) -> SearchState {
+        SearchState(
+            user: user,
+            query: typed[user] ?? "",
+            phase: registry.phase(of: user).map { "\($0)" } ?? "idle",
+            generation: registry.generation(of: user) ?? 0,
+            showsProgress: registry.showsProgress(of: user),
+            results: registry.result(of: user, as: SearchResult.self))
+    }
+}
