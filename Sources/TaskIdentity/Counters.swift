@@ -39,13 +39,54 @@ public struct RegistryCounters: Hashable, Sendable, CustomStringConvertible {
     /// Generations declared and not yet ended: waiting, or running as the current run.
     public var liveGenerations: Int = 0
 
-    /// `declared=… started=… …` in one line.
+    /// `declared=… started=… …` in one line, in the order and with the names of `fields`.
     public var description: String {
-        "declared=\(declared) unchanged=\(unchanged) started=\(started) restarted=\(restarted) coalesced=\(coalesced) "
-            + "cancelled=\(cancelled) finished=\(finished) failed=\(failed) stale_commits_dropped=\(staleCommitsDropped) "
-            + "identity_evaluations=\(identityEvaluations) observation_cycles_stopped=\(observationCyclesStopped) "
-            + "live_slots=\(liveSlots) running_actions=\(runningActions) live_generations=\(liveGenerations)"
+        Self.fields.map { "\($0.name)=\($0.value(self))" }.joined(separator: " ")
     }
+
+    /// One counter as data: its snake_case name (INFO's field, the metric's name after a
+    /// prefix), its kind, and how to read it. The one list that `description`, `+`, the
+    /// server's INFO and the metrics export all follow.
+    ///
+    /// A value type; may be used on any thread.
+    public struct Field: Sendable {
+        /// Whether the value only grows (a counter) or goes up and down (a gauge).
+        public enum Kind: Sendable {
+            /// Only grows over the registry's life.
+            case counter
+            /// Goes up and down: a level, such as the live slots.
+            case gauge
+        }
+
+        /// The snake_case name, such as `stale_commits_dropped`.
+        public let name: String
+        /// Counter or gauge.
+        public let kind: Kind
+        let keyPath: WritableKeyPath<RegistryCounters, Int64Convertible> & Sendable
+
+        /// The value of this field in `counters`, as a signed 64-bit number.
+        ///
+        /// May be called from any thread.
+        public func value(_ counters: RegistryCounters) -> Int64 { counters[keyPath: keyPath].int64 }
+    }
+
+    /// Every counter, in a stable order: the counters first, then the gauges.
+    public static let fields: [Field] = [
+        Field(name: "declared", kind: .counter, keyPath: \.declaredField),
+        Field(name: "unchanged", kind: .counter, keyPath: \.unchangedField),
+        Field(name: "started", kind: .counter, keyPath: \.startedField),
+        Field(name: "restarted", kind: .counter, keyPath: \.restartedField),
+        Field(name: "coalesced", kind: .counter, keyPath: \.coalescedField),
+        Field(name: "cancelled", kind: .counter, keyPath: \.cancelledField),
+        Field(name: "finished", kind: .counter, keyPath: \.finishedField),
+        Field(name: "failed", kind: .counter, keyPath: \.failedField),
+        Field(name: "stale_commits_dropped", kind: .counter, keyPath: \.staleCommitsDroppedField),
+        Field(name: "identity_evaluations", kind: .counter, keyPath: \.identityEvaluationsField),
+        Field(name: "observation_cycles_stopped", kind: .counter, keyPath: \.observationCyclesStoppedField),
+        Field(name: "live_slots", kind: .gauge, keyPath: \.liveSlotsField),
+        Field(name: "running_actions", kind: .gauge, keyPath: \.runningActionsField),
+        Field(name: "live_generations", kind: .gauge, keyPath: \.liveGenerationsField),
+    ]
 
     /// The first invariant these counters break, if any: every generation declared is
     /// unchanged, ended (finished, failed, cancelled, coalesced) or live, and nothing live or
@@ -63,23 +104,82 @@ public struct RegistryCounters: Hashable, Sendable, CustomStringConvertible {
         return nil
     }
 
-    /// The counters of two registries (or shards) added up, field by field.
+    /// The counters of two registries (or shards) added up, field by field (every field of
+    /// `fields`).
     public static func + (lhs: Self, rhs: Self) -> Self {
         var sum = lhs
-        sum.declared += rhs.declared
-        sum.unchanged += rhs.unchanged
-        sum.started += rhs.started
-        sum.restarted += rhs.restarted
-        sum.coalesced += rhs.coalesced
-        sum.cancelled += rhs.cancelled
-        sum.finished += rhs.finished
-        sum.failed += rhs.failed
-        sum.staleCommitsDropped += rhs.staleCommitsDropped
-        sum.identityEvaluations += rhs.identityEvaluations
-        sum.observationCyclesStopped += rhs.observationCyclesStopped
-        sum.liveSlots += rhs.liveSlots
-        sum.runningActions += rhs.runningActions
-        sum.liveGenerations += rhs.liveGenerations
+        for field in fields {
+            sum[keyPath: field.keyPath] = Int64Convertible(field.value(lhs) &+ field.value(rhs))
+        }
         return sum
     }
+
+    // Each stored counter seen as one type, so that one list of key paths covers them all.
+    var declaredField: Int64Convertible {
+        get { Int64Convertible(declared) }
+        set { declared = newValue.uint64 }
+    }
+    var unchangedField: Int64Convertible {
+        get { Int64Convertible(unchanged) }
+        set { unchanged = newValue.uint64 }
+    }
+    var startedField: Int64Convertible {
+        get { Int64Convertible(started) }
+        set { started = newValue.uint64 }
+    }
+    var restartedField: Int64Convertible {
+        get { Int64Convertible(restarted) }
+        set { restarted = newValue.uint64 }
+    }
+    var coalescedField: Int64Convertible {
+        get { Int64Convertible(coalesced) }
+        set { coalesced = newValue.uint64 }
+    }
+    var cancelledField: Int64Convertible {
+        get { Int64Convertible(cancelled) }
+        set { cancelled = newValue.uint64 }
+    }
+    var finishedField: Int64Convertible {
+        get { Int64Convertible(finished) }
+        set { finished = newValue.uint64 }
+    }
+    var failedField: Int64Convertible {
+        get { Int64Convertible(failed) }
+        set { failed = newValue.uint64 }
+    }
+    var staleCommitsDroppedField: Int64Convertible {
+        get { Int64Convertible(staleCommitsDropped) }
+        set { staleCommitsDropped = newValue.uint64 }
+    }
+    var identityEvaluationsField: Int64Convertible {
+        get { Int64Convertible(identityEvaluations) }
+        set { identityEvaluations = newValue.uint64 }
+    }
+    var observationCyclesStoppedField: Int64Convertible {
+        get { Int64Convertible(observationCyclesStopped) }
+        set { observationCyclesStopped = newValue.uint64 }
+    }
+    var liveSlotsField: Int64Convertible {
+        get { Int64Convertible(liveSlots) }
+        set { liveSlots = newValue.int }
+    }
+    var runningActionsField: Int64Convertible {
+        get { Int64Convertible(runningActions) }
+        set { runningActions = newValue.int }
+    }
+    var liveGenerationsField: Int64Convertible {
+        get { Int64Convertible(liveGenerations) }
+        set { liveGenerations = newValue.int }
+    }
+}
+
+/// A counter's value as one type for every field (`UInt64` counters, `Int` gauges), stored as
+/// the bit pattern of an `Int64` so that adding wraps like the counters themselves.
+struct Int64Convertible: Sendable {
+    let int64: Int64
+    init(_ value: UInt64) { int64 = Int64(bitPattern: value) }
+    init(_ value: Int) { int64 = Int64(value) }
+    init(_ value: Int64) { int64 = value }
+    var uint64: UInt64 { UInt64(bitPattern: int64) }
+    var int: Int { Int(truncatingIfNeeded: int64) }
 }

@@ -48,7 +48,15 @@ final class RegistryCore: @unchecked Sendable {
     @exclusivity(unchecked) private var isStartingRuns = false
     @exclusivity(unchecked) private var startAgainAfterPass = false
 
-    init(loop: any TaskLoop) {
+    /// Where what would otherwise be swallowed is reported (see `RegistryLog`).
+    let log: RegistryLog
+
+    /// `log.debug`, for the registry's inlinable paths (out of line: they fail rarely).
+    @usableFromInline @inline(never)
+    func logDebug(_ message: String) { log.debug(message) }
+
+    init(loop: any TaskLoop, log: RegistryLog) {
+        self.log = log
         self.loop = loop
         self.unretainedLoop = loop
         self.clock = loop.clock
@@ -211,7 +219,13 @@ final class RegistryCore: @unchecked Sendable {
                 self.carryOut(effects, on: record)
             }
         }
-        try? state.timer?.start(at: LoopInstant(nanoseconds: deadline))
+        do {
+            guard let timer = state.timer else { throw LoopError(.shutDown, operation: "makeTimer") }
+            try timer.start(at: LoopInstant(nanoseconds: deadline))
+        } catch {
+            // Only a loop that is shutting down refuses; the registry's shutdown ends the task.
+            log.debug("task '\(record.name)': throttle timer refused (\(error)); the task waits for shutdown")
+        }
     }
 
     private func start(_ record: AnyTaskRecord) {
@@ -350,7 +364,9 @@ final class RegistryCore: @unchecked Sendable {
         switch failure {
         case nil: outcome = .finished
         case is CancellationError: outcome = .cancelled
-        case .some: outcome = .failed
+        case .some(let error):
+            outcome = .failed
+            log.trace("task '\(record.name)' generation \(generation) failed: \(error)")
         }
         let effects = record.state.runEnded(
             generation: generation, outcome: outcome, isShutDown: isShutDown, gate: gate(record),

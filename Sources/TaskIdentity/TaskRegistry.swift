@@ -83,8 +83,13 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
     /// Creates an empty registry on `loop` (a started `UVLoop`, or a `TestLoop`).
     ///
     /// May be called from any thread.
-    public init(loop: any TaskLoop) {
-        core = RegistryCore(loop: loop)
+    public convenience init(loop: any TaskLoop) {
+        self.init(loop: loop, log: RegistryLog())
+    }
+
+    /// Creates an empty registry on `loop` that reports to `log`. May be called from any thread.
+    init(loop: any TaskLoop, log: RegistryLog) {
+        core = RegistryCore(loop: loop, log: log)
         observationInbox = ObservationInbox(loop: loop)
         core.owner = self
         // If the loop shuts down first, the registry shuts down with it (on the loop thread,
@@ -100,7 +105,14 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
         // Subscriptions may outlive the registry in the models' registrars: detach them now.
         for tracker in observations.values { tracker.subscription.cancel() }
         let release = RegistryRelease(core: core, slots: slots, observers: observers)
-        if loop.inLoop { release.run() } else { try? loop.execute { release.run() } }
+        if loop.inLoop {
+            release.run()
+        } else {
+            do { try loop.execute { release.run() } } catch {
+                // The loop's own shutdown already cancelled every task (its hook ran first).
+                core.log.debug("registry released after its loop shut down: \(error)")
+            }
+        }
     }
 
     // MARK: - Declaring
@@ -186,6 +198,7 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
                 options = try core.options(for: values)
             } catch {
                 // Only a loop that is shutting down refuses a timer; the registry goes with it.
+                core.logDebug("declaration of task '\(name)' dropped: the loop refused a timer (\(error))")
                 return
             }
         }
@@ -339,7 +352,9 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
         } catch {
             // The loop is gone: nothing posted can be applied any more. Answer the callers
             // who wait (flush returns, observation streams end); declarations are refused.
-            for dropped in posted.close(dropping: true) { Self.abandon(dropped) }
+            let dropped = posted.close(dropping: true)
+            core.logDebug("\(dropped.count) posted calls dropped: the loop has shut down (\(error))")
+            for operation in dropped { Self.abandon(operation) }
             throw .shutDown
         }
     }
@@ -547,7 +562,10 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
         if loop.inLoop {
             addObserver(continuation, key: key, name: name)
         } else {
-            do { try post(.observe(key, name, continuation)) } catch { continuation.finish() }
+            do { try post(.observe(key, name, continuation)) } catch {
+                core.log.debug("phase stream of task '\(name)' ended at once: \(error)")
+                continuation.finish()
+            }
         }
         return stream
     }
@@ -609,7 +627,10 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
         if loop.inLoop {
             applyShutdown()
         } else {
-            try? loop.execute { [self] in self.applyShutdown() }
+            do { try loop.execute { [self] in self.applyShutdown() } } catch {
+                // The loop's shutdown hook shut the registry down, or will.
+                core.log.debug("startShutdown: the loop takes no more work (\(error))")
+            }
         }
     }
 

@@ -64,7 +64,7 @@
                 seen == ["on the event loop: true true", "off the loop: true", "committed on the loop: true"])
             await registry.flush()
             let (first, second) = try await harness.onEventLoop {
-                (registry.result(of: 1, as: String.self), registry.result(of: 2, as: String.self))
+                try (registry.result(of: 1, as: String.self), registry.result(of: 2, as: String.self))
             }
             #expect(first == "found")
             #expect(second == "computed")
@@ -102,7 +102,7 @@
             #expect(counters.cancelled == 1)
             #expect(counters.finished == 1)
             #expect(counters.staleCommitsDropped == 1)
-            let result = try await harness.onEventLoop { registry.result(of: "user", as: String.self) }
+            let result = try await harness.onEventLoop { try registry.result(of: "user", as: String.self) }
             #expect(result == "new result")
             await registry.shutdown()
             try await harness.finish()
@@ -261,7 +261,7 @@
             var lastPhase: TaskPhase?
             for await update in phases { lastPhase = update.phase }
             #expect(lastPhase.map { "\($0)" } == "\(TaskPhase.cancelled(.registryShutDown))")
-            let (counters, isShutDown) = try await harness.onEventLoop { (registry.counters, registry.isShutDown) }
+            let (counters, isShutDown) = try await harness.onEventLoop { try (registry.counters, registry.isShutDown) }
             #expect(isShutDown)
             #expect(counters.runningActions == 0)
             #expect(counters.cancelled == 1)

@@ -52,7 +52,7 @@ extension RegistryServer {
                 guard arity(arguments.count == 1) else { return true }
                 let key = ServerKey(request[1])
                 let shard = shard(for: key)
-                if let result = try await shard.onLoop({ shard.registry.result(of: key, as: ServerResult.self) }) {
+                if let result = try await shard.onLoop({ try shard.registry.result(of: key, as: ServerResult.self) }) {
                     RESPReply.arrayHeader(2, into: &out)
                     RESPReply.bulk(Array(result.id.utf8), into: &out)
                     RESPReply.bulk(Array(String(result.generation).utf8), into: &out)
@@ -65,7 +65,7 @@ extension RegistryServer {
                 for key in request.dropFirst().map(ServerKey.init) {
                     let shard = shard(for: key)
                     let existed = try await shard.onLoop { () throws -> Bool in
-                        let existed = shard.registry.contains(key)
+                        let existed = try shard.registry.contains(key)
                         try shard.registry.remove(key)
                         return existed
                     }
@@ -77,19 +77,19 @@ extension RegistryServer {
                 var count = 0
                 for key in request.dropFirst().map(ServerKey.init) {
                     let shard = shard(for: key)
-                    if try await shard.onLoop({ shard.registry.contains(key) }) { count += 1 }
+                    if try await shard.onLoop({ try shard.registry.contains(key) }) { count += 1 }
                 }
                 RESPReply.integer(count, into: &out)
             case "DBSIZE":
                 guard arity(arguments.isEmpty) else { return true }
                 var total = 0
-                for shard in shards { total += try await shard.onLoop { shard.registry.counters.liveSlots } }
+                for shard in shards { total += try await shard.onLoop { try shard.registry.counters.liveSlots } }
                 RESPReply.integer(total, into: &out)
             case "TASK.PHASE":
                 guard arity(arguments.count == 1) else { return true }
                 let key = ServerKey(request[1])
                 let shard = shard(for: key)
-                if let phase = try await shard.onLoop({ shard.registry.phase(of: key)?.description }) {
+                if let phase = try await shard.onLoop({ try shard.registry.phase(of: key)?.description }) {
                     RESPReply.simple(phase, into: &out)
                 } else {
                     RESPReply.null(into: &out)

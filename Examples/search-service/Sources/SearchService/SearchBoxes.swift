@@ -51,7 +51,7 @@ final class SearchBoxes: Sendable {
     /// - Note: May be called from any task.
     func state(of user: String) async throws -> SearchState {
         let shard = shard(for: user)
-        return try await shard.loop.submit { shard.state(of: user) }
+        return try await shard.loop.submit { try shard.state(of: user) }
     }
 
     /// The counters of every registry, added up.

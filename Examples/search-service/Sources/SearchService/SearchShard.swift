@@ -34,17 +34,17 @@ struct SearchState: Sendable, Codable {
 /// Threading: the registry and `typed` live on the event loop's thread; `keystroke` and
 /// `state` are called there (through `SearchBoxes`, which hops with `loop.submit`).
 ///
-/// Unchecked `Sendable`: `typed` is touched only on the event loop's thread; the rest is
-/// immutable or `Sendable`.
-final class SearchShard: @unchecked Sendable {
+/// `Sendable`: `typed` is a `LoopBound`, checked on every access; the rest is immutable.
+final class SearchShard: Sendable {
     let loop: NIOTaskLoop
     let registry: TaskRegistry<String>
     /// The latest query of each user. Event loop thread only.
-    private var typed: [String: String] = [:]
-    /// The search a keystroke declares: made once, so a keystroke allocates no closure.
-    private let search: TaskTemplate<String>
+    private let typed: LoopBound<[String: String]>
+    /// The search a keystroke declares: made once, so a keystroke allocates no closure. Its
+    /// identity is the query, typed.
+    private let search: TypedTaskTemplate<String, String>
     /// What an empty query declares: clears the results at once, without searching.
-    private let clear: TaskTemplate<String>
+    private let clear: TypedTaskTemplate<String, String>
 
     /// Creates the shard on `eventLoop`; each search waits `latency` for the fake backend.
     ///
@@ -52,11 +52,12 @@ final class SearchShard: @unchecked Sendable {
     init(eventLoop: any EventLoop, latency: Duration) throws {
         loop = NIOTaskLoop(eventLoop)
         registry = TaskRegistry<String>(loop: loop)
+        typed = LoopBound([:], loop: loop)
         // Debounce: only a query held for 250 ms is searched, so a burst of keystrokes runs
         // one search. Progress: a spinner only for searches still running after 150 ms.
-        search = try TaskTemplate<String>(debounce: .milliseconds(250), progressDelay: .milliseconds(150)) {
-            _, context in
-            let query = context.id(as: String.self) ?? ""
+        search = try TypedTaskTemplate<String, String>(
+            debounce: .milliseconds(250), progressDelay: .milliseconds(150)
+        ) { _, query, context in
             // The backend's latency, on the event loop's timer. A newer query cancels this
             // run: the sleep throws CancellationError and nothing is committed.
             try await context.clock.sleep(for: latency)
@@ -64,7 +65,7 @@ final class SearchShard: @unchecked Sendable {
             // Dropped (and counted as stale) if a newer query took over in the meantime.
             context.commit(result: found)
         }
-        clear = try TaskTemplate<String>.synchronous { _, context in
+        clear = try TypedTaskTemplate<String, String>.synchronous { _, _, context in
             context.commit(result: SearchResult(query: "", matches: []))
         }
     }
@@ -76,19 +77,21 @@ final class SearchShard: @unchecked Sendable {
     /// - Throws: `RegistryError.shutDown` once the service is shutting down.
     /// - Note: Event loop thread only.
     func keystroke(user: String, query: String) throws -> UInt64 {
-        typed[user] = query
+        typed.value[user] = query
         try registry.task(user, id: query, template: query.isEmpty ? clear : search)
-        return registry.generation(of: user) ?? 0
+        return try registry.generation(of: user) ?? 0
     }
 
     /// The search box of `user` now. Every registry read of the example is here, so that a
     /// change of the registry's query API touches one function.
     ///
-    /// - Note: Event loop thread only (the registry's getters are loop-thread only).
-    func state(of user: String) -> SearchState {
-        SearchState(
+    /// - Throws: `RegistryError.calledOffLoopThread` off the event loop's thread.
+    /// - Note: Event loop thread only (the registry's synchronous getters are loop-thread only;
+    ///   `snapshot(of:)` is their any-thread form).
+    func state(of user: String) throws(RegistryError) -> SearchState {
+        try SearchState(
             user: user,
-            query: typed[user] ?? "",
+            query: typed.value[user] ?? "",
             phase: registry.phase(of: user).map { "\($0)" } ?? "idle",
             generation: registry.generation(of: user) ?? 0,
             showsProgress: registry.showsProgress(of: user),

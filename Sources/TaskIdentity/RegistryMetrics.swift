@@ -1,0 +1,129 @@
+#if Metrics
+    import CoreMetrics
+    import UVLoop
+
+    /// A registry's counters exported as swift-metrics: every field of
+    /// `RegistryCounters.fields` under `<prefix>_<name>`, a `Counter` for the fields that only
+    /// grow (incremented by what they grew since the last export) and a `Gauge` for the levels
+    /// (live slots, running actions, live generations). Made by `TaskRegistry.exportMetrics`.
+    ///
+    /// The export runs on the registry's loop thread, on a loop timer, every `interval`, and
+    /// once more when the registry shuts down; `stop()` ends it. Reading the counters there
+    /// costs nothing on the declaration path.
+    ///
+    /// `Sendable`: its state is loop-confined in a `LoopBound`, checked on each access.
+    public final class RegistryMetricsExport: Sendable {
+        private let state: LoopBound<ExportState>
+
+        /// The metric objects and what was exported last. Loop thread only.
+        private final class ExportState {
+            let read: @Sendable () -> RegistryCounters?
+            let counters: [(field: RegistryCounters.Field, metric: Counter)]
+            let gauges: [(field: RegistryCounters.Field, metric: Gauge)]
+            var last = RegistryCounters()
+            var timer: (any LoopTimer)?
+            let interval: Duration
+
+            init(
+                read: @escaping @Sendable () -> RegistryCounters?, prefix: String, dimensions: [(String, String)],
+                factory: any MetricsFactory, interval: Duration
+            ) {
+                self.read = read
+                self.interval = interval
+                var counters: [(RegistryCounters.Field, Counter)] = []
+                var gauges: [(RegistryCounters.Field, Gauge)] = []
+                for field in RegistryCounters.fields {
+                    let label = "\(prefix)_\(field.name)"
+                    switch field.kind {
+                    case .counter:
+                        counters.append((field, Counter(label: label, dimensions: dimensions, factory: factory)))
+                    case .gauge:
+                        gauges.append((field, Gauge(label: label, dimensions: dimensions, factory: factory)))
+                    }
+                }
+                self.counters = counters
+                self.gauges = gauges
+            }
+
+            func export() {
+                guard let now = read() else { return }
+                for (field, metric) in counters {
+                    let grown = field.value(now) &- field.value(last)
+                    if grown > 0 { metric.increment(by: grown) }
+                }
+                for (field, metric) in gauges { metric.record(field.value(now)) }
+                last = now
+            }
+        }
+
+        fileprivate init(
+            registry: AnyObject, read: @escaping @Sendable () -> RegistryCounters?, loop: any TaskLoop, prefix: String,
+            dimensions: [(String, String)], factory: any MetricsFactory, interval: Duration
+        ) throws(LoopError) {
+            let bound = LoopBound(
+                ExportState(read: read, prefix: prefix, dimensions: dimensions, factory: factory, interval: interval),
+                loop: loop)
+            self.state = bound
+            // The timer reaches the state weakly: a dropped export stops exporting.
+            let timer = try loop.makeTimer { [weak bound] in
+                guard let state = bound?.value else { return }
+                state.export()
+                try? state.timer?.start(after: state.interval)  // refused only while shutting down
+            }
+            bound.value.timer = timer
+            try timer.start(after: interval)
+        }
+
+        deinit {
+            // Dropped without `stop()`: its timer must still be closed, on the loop thread.
+            let state = self.state
+            if state.loop.inLoop {
+                state.value.timer?.close()
+            } else {
+                try? state.loop.execute { state.value.timer?.close() }  // refused: the loop closed it
+            }
+        }
+
+        /// Exports the counters now, between the timer's exports.
+        ///
+        /// - Note: Loop thread only (traps elsewhere: `LoopBound`).
+        public func exportNow() { state.value.export() }
+
+        /// Stops the periodic export (after one last one) and closes its timer. Idempotent.
+        ///
+        /// - Note: Loop thread only (traps elsewhere: `LoopBound`).
+        public func stop() {
+            let state = state.value
+            guard let timer = state.timer else { return }
+            state.export()
+            timer.close()
+            state.timer = nil
+        }
+    }
+
+    extension TaskRegistry {
+        /// Exports this registry's counters to swift-metrics every `interval` (see
+        /// `RegistryMetricsExport`), as `<prefix>_declared`, `<prefix>_live_slots`, … with
+        /// `dimensions`, through `factory` (the bootstrapped `MetricsSystem.factory` by
+        /// default). Keep the returned export: dropping it stops the export.
+        ///
+        /// - Throws: `RegistryError.calledOffLoopThread` off the loop thread;
+        ///   `RegistryError.invalidDuration` for an interval that is not positive;
+        ///   `RegistryError.shutDown` when the loop refuses a timer.
+        /// - Note: Loop thread only (its timer lives there).
+        public func exportMetrics(
+            prefix: String = "taskidentity", dimensions: [(String, String)] = [],
+            every interval: Duration = .seconds(10), factory: any MetricsFactory = MetricsSystem.factory
+        ) throws(RegistryError) -> RegistryMetricsExport {
+            guard loop.inLoop else { throw .calledOffLoopThread }
+            guard interval > .zero else { throw .invalidDuration(name: "interval", interval) }
+            do {
+                return try RegistryMetricsExport(
+                    registry: self, read: { [weak self] in self?.core.counters }, loop: loop, prefix: prefix,
+                    dimensions: dimensions, factory: factory, interval: interval)
+            } catch {
+                throw .shutDown
+            }
+        }
+    }
+#endif

@@ -1,0 +1,85 @@
+#if Logging
+    import Logging
+    import Synchronization
+    import Testing
+    import TaskIdentity
+    import UVLoop
+
+    /// A log handler that keeps every record, for asserting what the registry logged.
+    ///
+    /// `Sendable`: its records are behind a `Mutex`.
+    final class CapturedLogs: Sendable {
+        private let records = Mutex<[(Logger.Level, String)]>([])
+
+        /// A logger at `trace` that writes here. May be called from any thread.
+        func logger() -> Logger {
+            Logger(label: "test") { _ in CapturingHandler(sink: self) }
+        }
+
+        /// Every record so far. May be called from any thread.
+        var all: [(level: Logger.Level, message: String)] { records.withLock { $0.map { ($0.0, $0.1) } } }
+
+        fileprivate func append(_ level: Logger.Level, _ message: String) {
+            records.withLock { $0.append((level, message)) }
+        }
+    }
+
+    private struct CapturingHandler: LogHandler {
+        let sink: CapturedLogs
+        var logLevel: Logger.Level = .trace
+        var metadata: Logger.Metadata = [:]
+
+        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+            get { metadata[key] }
+            set { metadata[key] = newValue }
+        }
+
+        func log(event: LogEvent) { sink.append(event.level, "\(event.message)") }
+    }
+
+    @Suite("Logging trait: what the registry would otherwise swallow")
+    struct LoggingTests {
+        @Test func aFailedRunIsLoggedAtTraceWithItsError() throws {
+            struct Boom: Error {}
+            let logs = CapturedLogs()
+            let loop = TestLoop()
+            let registry = TaskRegistry<String>(loop: loop, logger: logs.logger())
+            #expect(registry.logger?.label == "test")
+            try registry.task("a", id: 1) { _ in throw Boom() }
+            loop.run()
+            let failed = logs.all.filter { $0.message.contains("failed") }
+            #expect(failed.count == 1)
+            #expect(failed.first?.level == .trace)
+            #expect(failed.first?.message.contains("Boom") == true)
+            registry.startShutdown()
+            loop.run()
+            loop.shutdown()
+        }
+
+        @Test func callsThatCannotReachAShutDownLoopAreLoggedAtDebug() async throws {
+            let logs = CapturedLogs()
+            let loop = UVLoop(name: "logging")
+            try loop.start()
+            let registry = TaskRegistry<String>(loop: loop, logger: logs.logger())
+            try loop.syncShutdown()
+            // From this (non-loop) thread: the stream cannot be registered and ends at once.
+            var updates = 0
+            for await _ in registry.phaseUpdates(of: "a") { updates += 1 }
+            #expect(updates == 0)
+            registry.startShutdown()
+            let debug = logs.all.filter { $0.level == .debug }.map(\.message)
+            #expect(debug.contains { $0.contains("phase stream") })
+            #expect(debug.contains { $0.contains("startShutdown") })
+            #expect(logs.all.allSatisfy { $0.level <= .debug }, "a library logs at debug and trace only")
+        }
+
+        @Test func withoutALoggerNothingIsLogged() throws {
+            let loop = TestLoop()
+            let registry = TaskRegistry<String>(loop: loop)
+            #expect(registry.logger == nil)
+            registry.startShutdown()
+            loop.run()
+            loop.shutdown()
+        }
+    }
+#endif

@@ -1,1 +1,0 @@
-// The integration tests are compiled with the package traits on (scripts/test-integrations).
