@@ -22,7 +22,7 @@ final class PostedCalls<Operation>: @unchecked Sendable {  // unchecked: its var
     @usableFromInline var closed = false
 
     @usableFromInline
-    init(capacity: Int = 65_536) {
+    init(capacity: Int) {
         self.capacity = capacity
     }
 

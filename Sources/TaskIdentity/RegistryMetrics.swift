@@ -7,8 +7,8 @@
     /// grow (incremented by what they grew since the last export) and a `Gauge` for the levels
     /// (live slots, running actions, live generations). Made by `TaskRegistry.exportMetrics`.
     ///
-    /// The export runs on the registry's loop thread, on a loop timer, every `interval`, and
-    /// once more when the registry shuts down; `stop()` ends it. Reading the counters there
+    /// The export runs on the registry's loop thread, on a loop timer, every `interval`;
+    /// `stop()` ends it after one last export, and the loop's shutdown closes its timer. Reading the counters there
     /// costs nothing on the declaration path.
     ///
     /// `Sendable`: its state is loop-confined in a `LoopBound`, checked on each access.
@@ -80,7 +80,11 @@
             if state.loop.inLoop {
                 state.value.timer?.close()
             } else {
-                try? state.loop.execute { state.value.timer?.close() }  // refused: the loop closed it
+                do { try state.loop.execute { state.value.timer?.close() } } catch {
+                    // The loop is shutting down and closes the timer itself; releasing it here
+                    // would free a loop handle off the loop thread. Keep it (one small object).
+                    _ = Unmanaged.passRetained(state)
+                }
             }
         }
 

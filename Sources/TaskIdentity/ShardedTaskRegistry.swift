@@ -4,8 +4,12 @@ import UVLoop
 /// loop), chosen by its hash, so that slots use every core while each slot keeps the
 /// single-thread semantics of `TaskRegistry`.
 ///
-/// `Sendable`; every member may be called from any thread (calls to a shard from off its loop
-/// are posted, see `TaskRegistry`).
+/// Also over any loops (`init(loops:)`): libuv loops, `NIOTaskLoop`s, test loops.
+///
+/// `Sendable`. Declarations, controls, snapshots and streams may be called from any thread
+/// (calls to a shard from off its loop are posted, see `TaskRegistry`); the synchronous
+/// queries and observed declarations are for the key's shard's loop thread, and throw
+/// `RegistryError.calledOffLoopThread` elsewhere.
 public final class ShardedTaskRegistry<Key: Hashable & Sendable>: Sendable {
     /// One registry per loop of the group, in the group's order.
     public let shards: [TaskRegistry<Key>]
@@ -18,7 +22,8 @@ public final class ShardedTaskRegistry<Key: Hashable & Sendable>: Sendable {
     }
 
     /// Creates one shard per loop of `loops` (libuv loops, a NIO application's own event loops
-    /// through `NIOTaskLoop`, or test loops), in that order.
+    /// through `NIOTaskLoop`, or test loops), in that order. `loops` must not be empty (a
+    /// programming error: it traps).
     ///
     /// May be called from any thread.
     public init(loops: [any TaskLoop]) {
@@ -60,7 +65,7 @@ public final class ShardedTaskRegistry<Key: Hashable & Sendable>: Sendable {
     /// Declares the task of `template` on the key's shard; see
     /// `TaskRegistry.task(_:id:template:)`.
     ///
-    /// - Throws: `RegistryError.shutDown` after shutdown.
+    /// - Throws: as `TaskRegistry.task(_:id:template:)`.
     @inlinable
     public func task<each ID: Hashable & Sendable>(
         _ key: Key, id: repeat each ID, template: TaskTemplate<Key>

@@ -22,16 +22,17 @@ import UVLoop
 /// | no id | once per slot lifetime; again only after `remove` and a new declaration |
 ///
 /// Threading: the registry's state lives on its loop's thread, without locks. Calls made on
-/// that thread act at once. Calls from other threads (`task`, `remove`) are posted: queued
-/// under a lock and applied in order, with one loop wake-up per batch of calls; `flush()`
-/// awaits them. Each member says which threads may call it.
+/// that thread act at once. Calls from other threads (`task`, `remove`, `cancel`, `runNow`,
+/// `dropPending`) are posted: queued under a lock and applied in order, with one loop wake-up
+/// per batch of calls; `flush()` awaits them. Nothing traps because of the calling thread and
+/// nothing blocks it. Each member says which threads may call it.
 public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
     // The declaration path is @inlinable so that it is specialized for the caller's key type:
     // unspecialized generic code pays a metadata lookup per dictionary access (profiled at
     // about a fifth of a debounced change's cost).
     @usableFromInline let core: RegistryCore
     @exclusivity(unchecked) @usableFromInline var slots: [Key: TaskRecord<Key>] = [:]
-    @usableFromInline let posted = PostedCalls<PostedOperation>()
+    @usableFromInline let posted = PostedCalls<PostedOperation>(capacity: TaskRegistry.postedCallLimit)
     @exclusivity(unchecked) @usableFromInline var postedBuffer: [PostedOperation?] = []
     @exclusivity(unchecked) @usableFromInline var observers:
         [ObserverKey: [UInt64: AsyncStream<TaskPhaseUpdate>.Continuation]] = [:]
@@ -77,7 +78,7 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
         }
     }
 
-    /// The loop whose thread owns the registry and runs its actions.
+    /// The loop whose thread owns the registry and runs its actions. May be read from any thread.
     public var loop: any TaskLoop { core.loop }
 
     /// Creates an empty registry on `loop` (a started `UVLoop`, or a `TestLoop`).
@@ -270,8 +271,10 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
 
     /// Starts the generation of the task that is waiting out its debounce or throttle window
     /// now, as if the window had closed ("Enter" in a search box). It still respects the
-    /// restart policy: under `awaitPrevious` or `keepRunning` it waits for the previous run.
-    /// A task with nothing debouncing or throttled is left alone.
+    /// restart policy: under `awaitPrevious` or `keepRunning` it waits for the previous run,
+    /// and a throttled task that waits so is held by its throttle again if the window is still
+    /// open when the previous run ends. A task with nothing debouncing or throttled is left
+    /// alone.
     ///
     /// - Throws: as `remove(_:)`.
     /// - Note: May be called from any thread, and never blocks it; on the loop thread it acts
@@ -282,9 +285,13 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
 
     /// Drops the generation of the task that has not started yet (waiting out its debounce or
     /// throttle, or for a previous run) ("Escape" in a search box): it ends
-    /// `cancelled(.pendingDropped)` without running. A run already under way goes on. The
-    /// task forgets its identity, so declaring the same id again starts it again. A task with
-    /// nothing waiting is left alone.
+    /// `cancelled(.pendingDropped)` without running. The task forgets its identity, so
+    /// declaring the same id again starts it again. A task with nothing waiting is left alone.
+    ///
+    /// A run already under way (`keepRunning`) goes on and its commits still land, but the
+    /// task's phase stays that of its latest generation, the dropped one, until the next
+    /// declaration; declaring the running id again runs it once more after the current run.
+    /// Read what the running run stores with `result(of:as:)` or `snapshot(of:)`.
     ///
     /// - Throws: as `remove(_:)`.
     /// - Note: May be called from any thread, and never blocks it; on the loop thread it acts
@@ -339,6 +346,8 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
     /// The most calls from other threads that may wait for the loop at once; past it, a
     /// declaration, removal or control call from another thread throws
     /// `RegistryError.overloaded` (see `task`).
+    ///
+    /// May be read from any thread.
     public static var postedCallLimit: Int { 65_536 }
 
     @inlinable
@@ -355,6 +364,10 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
             let dropped = posted.close(dropping: true)
             core.logDebug("\(dropped.count) posted calls dropped: the loop has shut down (\(error))")
             for operation in dropped { Self.abandon(operation) }
+            // A call someone awaits (flush, a phase stream) was answered exactly once: by
+            // `abandon` just now, or by the loop's shutdown, which applied it before closing
+            // the queue. Its caller must not answer it again.
+            guard limited else { return }
             throw .shutDown
         }
     }

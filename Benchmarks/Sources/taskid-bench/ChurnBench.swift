@@ -71,8 +71,9 @@ struct ChurnBench: ParsableCommand {
             // walks only its own changes (one loop generates the stream as it goes).
             let shares = implementation == .registry && producers == 0 && loops > 1 ? streamShares() : nil
             let measurement = Measurement()
+            var overloadedRetries = 0
             switch implementation {
-            case .registry: try runRegistry(ledger, shares: shares)
+            case .registry: overloadedRetries = try runRegistry(ledger, shares: shares)
             case .naiveTasks: try runNaive(ledger)
             case .all: fatalError("expanded above")
             }
@@ -83,6 +84,8 @@ struct ChurnBench: ParsableCommand {
             report.add("stale", ledger.stale)
             report.add("missing_final", ledger.missingFinal)
             report.add("cpu_s", measurement.cpuSeconds, decimals: 3)
+            // Declarations from producer threads refused with `.overloaded` and declared again.
+            report.add("overloaded_retries", overloadedRetries)
             report.add("rss_mib", peakResidentMiB(), decimals: 1)
             print(report.line(json: common.json))
             fflush(nil)
@@ -108,7 +111,8 @@ struct ChurnBench: ParsableCommand {
 
     // MARK: - registry
 
-    private func runRegistry(_ ledger: ShardedLedger, shares: [[UInt32]]?) throws {
+    /// Returns how many declarations were refused with `.overloaded` (and declared again).
+    private func runRegistry(_ ledger: ShardedLedger, shares: [[UInt32]]?) throws -> Int {
         let group = try UVLoopGroup(loops: loops, namePrefix: "churn")
         defer { try? group.syncShutdown() }
         // Slot s belongs to shard s % loops, so each loop owns its slots (and its ledger part).
@@ -117,6 +121,7 @@ struct ChurnBench: ParsableCommand {
         let declare = try Declarer(
             api: api, executor: executor, debounce: debounce, actionMicroseconds: actionMicroseconds, ledger: ledger)
         let (slots, changes, batch) = (self.slots, self.changes, self.batch)
+        var retries = 0
 
         if producers == 0 {
             let finished = DispatchGroup()
@@ -148,6 +153,8 @@ struct ChurnBench: ParsableCommand {
             for part in ledger.parts { part.declaredInFlight = true }
             let loopCount = loops
             let posted = DispatchGroup()
+            let overloadedRetries = Atomic<Int>(0)
+            defer { retries = overloadedRetries.load(ordering: .relaxed) }
             for index in 0..<producerCount {
                 posted.enter()
                 Thread.detachNewThread {
@@ -157,7 +164,21 @@ struct ChurnBench: ParsableCommand {
                         let slot = stream.nextSlot(slots)
                         guard slot % producerCount == index else { continue }
                         generations[slot] &+= 1
-                        try! declare(shards[slot % loopCount], slot: slot, generation: generations[slot])
+                        let shard = shards[slot % loopCount]
+                        // A declaration from another thread never blocks: when the loop is
+                        // `postedCallLimit` calls behind it is refused, and this producer (a
+                        // thread of its own, which may block) waits for the queue to drain.
+                        while true {
+                            do {
+                                try declare(shard, slot: slot, generation: generations[slot])
+                                break
+                            } catch let error as RegistryError where error.code == .overloaded {
+                                overloadedRetries.add(1, ordering: .relaxed)
+                                try! blockOn { await shard.flush() }
+                            } catch {
+                                fatalError("declaration failed: \(error)")
+                            }
+                        }
                     }
                     posted.leave()
                 }
@@ -169,6 +190,7 @@ struct ChurnBench: ParsableCommand {
             }
         }
         for registry in shards { try blockOn { await registry.shutdown() } }
+        return retries
     }
 
     // MARK: - naive-tasks
@@ -231,7 +253,7 @@ func awaitQuiescence<Key>(_ registry: TaskRegistry<Key>, _ loop: UVLoop, _ done:
     pollOnLoop(
         loop,
         until: {
-            let counters = registry.counters
+            let counters = try! registry.counters  // on the loop thread
             return counters.runningActions == 0 && counters.liveGenerations == 0
         }, then: done)
 }

@@ -60,9 +60,9 @@ struct FootprintBench: ParsableCommand {
             }
         }
         let after = residentMiB()
-        let waiting = try blockOn { try await loop.submit { registry.counters.liveGenerations } }
+        let waiting = try blockOn { try await loop.submit { try registry.counters.liveGenerations } }
         try blockOn { await registry.shutdown() }
-        let counters = try blockOn { try await loop.submit { registry.counters } }
+        let counters = try blockOn { try await loop.submit { try registry.counters } }
         let leftBehind = (waiting == count ? 0 : 1) + counters.runningActions + counters.liveSlots
         return (after, leftBehind)
     }

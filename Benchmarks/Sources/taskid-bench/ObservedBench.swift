@@ -234,7 +234,7 @@ private func awaitSettled(
     pollOnLoop(
         loop,
         until: {
-            let counters = registry.counters
+            let counters = try! registry.counters  // on the loop thread
             guard counters.runningActions == 0 && counters.liveGenerations == 0 else {
                 quietPolls.value = 0
                 return false

@@ -93,7 +93,11 @@ struct ScrollBench: ParsableCommand {
                 progress.value.finish()
                 // The list stops: the last window loads, then the view goes away.
                 pollOnLoop(
-                    loop, until: { registry.counters.liveGenerations == 0 && registry.counters.runningActions == 0 }
+                    loop,
+                    until: {
+                        let counters = try! registry.counters;
+                        return counters.liveGenerations == 0 && counters.runningActions == 0
+                    }
                 ) {
                     for item in max(0, items - window)..<items { try! registry.remove(item) }
                     done()
@@ -102,7 +106,7 @@ struct ScrollBench: ParsableCommand {
             try! turn.timer!.start(after: .zero)
         }
         try blockOn { await registry.shutdown() }
-        let counters = try blockOn { try await loop.submit { registry.counters } }
+        let counters = try blockOn { try await loop.submit { try registry.counters } }
         result.value.leftBehind = counters.runningActions + counters.liveSlots + counters.liveGenerations
     }
 
