@@ -91,6 +91,22 @@ public final class TCPConnection: @unchecked Sendable {
     /// Bytes queued for writing that the socket has not taken yet. Loop thread only.
     public var queuedWriteBytes: Int { socket.queuedWriteBytes }
 
+    /// Waits until every byte written or sent before this call has been handed to the kernel.
+    /// Returns at once when nothing is queued.
+    ///
+    /// - Throws: `CancellationError` if the task is cancelled (the connection is closed);
+    ///   `LoopError` when the connection closes first or a queued write fails.
+    /// - Note: Loop thread only.
+    public func flush() async throws {
+        try await socket.flush()
+    }
+
+    /// Reads nothing more: a pending `read` returns `nil` as at the end of the stream, and so
+    /// does every later one; bytes still arriving stay in the kernel. Writing goes on, so a
+    /// server stopping gracefully can still deliver the replies it owes. Idempotent.
+    /// Loop thread only.
+    public func stopReading() { socket.stopReading() }
+
     /// Whether the connection is still open. Loop thread only.
     public var isOpen: Bool { socket.isOpen }
 
@@ -195,6 +211,8 @@ final class TCPSocket: @unchecked Sendable {
     private var connectRequest: UnsafeMutablePointer<uv_connect_t>?
     private var connectWaiter: UnsafeContinuation<Void, any Error>?
     private var writes: [ObjectIdentifier: TCPWrite] = [:]
+    /// Waiting in `flush()` until `writes` is empty.
+    private var flushWaiters: [UnsafeContinuation<Void, any Error>] = []
     static let readBufferSize = 65_536
     private var readBuffer: UnsafeMutableRawPointer?
 
@@ -466,6 +484,13 @@ final class TCPSocket: @unchecked Sendable {
         writes[ObjectIdentifier(write)] = nil
         let waiter = write.waiter
         write.release()
+        if writes.isEmpty && !flushWaiters.isEmpty {
+            let waiters = flushWaiters
+            flushWaiters.removeAll()
+            for flushWaiter in waiters {
+                if status == 0 { flushWaiter.resume() } else { flushWaiter.resume(throwing: closedError("flush")) }
+            }
+        }
         guard let waiter else { return }
         if status == 0 {
             waiter.resume()
@@ -477,6 +502,29 @@ final class TCPSocket: @unchecked Sendable {
     }
 
     var queuedWriteBytes: Int { isOpen ? uv_stream_get_write_queue_size(stream) : 0 }
+
+    /// Waits until `writes` is empty (libuv completes writes in order, so that is when every
+    /// byte queued before the call is written).
+    func flush() async throws {
+        try await withCancellation { (continuation: UnsafeContinuation<Void, any Error>) in
+            guard self.isOpen else { return continuation.resume(throwing: self.closedError("flush")) }
+            if self.writes.isEmpty { return continuation.resume() }
+            self.flushWaiters.append(continuation)
+        }
+    }
+
+    /// Ends reading for good without closing: the pending read, if any, sees the end of the stream.
+    func stopReading() {
+        guard isOpen, endOfStream == nil else { return }
+        if reading { uv_read_stop(stream) }
+        reading = false
+        endOfStream = Int(UV_EOF.rawValue)
+        if pendingRead != nil {  // a chunk no read has taken yet: not read, like what follows it
+            pendingRead = nil
+            bufferBusy = false
+        }
+        if let waiter = readWaiter.take() { waiter.resume(returning: 0) }
+    }
 
     // MARK: Closing and cancellation
 

@@ -1,16 +1,17 @@
 import TaskIdentity
 import UVLoop
 
-/// The commands a client may send, and their replies.
+/// The commands a client may send, and their replies. Keys, ids and messages are bytes, used as
+/// sent: nothing is decoded but command names and options.
 extension RegistryServer {
-    /// Executes `request` if it is a well-formed `SET key id` and returns true; returns false
-    /// for anything else. SET is the hot path (every identity change): no case conversion, two
-    /// strings, and synchronous.
+    /// Executes `request` if it is `SET key id` and returns true; returns false for anything
+    /// else. SET is the hot path (every identity change): no case conversion, no decoding, and
+    /// synchronous.
     @inline(__always)
     func executeSET(_ request: [ArraySlice<UInt8>], into out: inout [UInt8]) -> Bool {
         guard request.count == 3, Self.isSET(request[0]) else { return false }
         do {
-            try declare(key: ServerKey(request[1]), id: String(decoding: request[2], as: UTF8.self))
+            try declare(key: ServerKey(request[1]), id: ServerID(request[2]))
             out.append(contentsOf: Self.okReply)
         } catch {
             RESPReply.error("ERR \(error)", into: &out)
@@ -18,51 +19,107 @@ extension RegistryServer {
         return true
     }
 
-    /// Executes one request other than a well-formed SET (see `executeSET`), appending its
-    /// reply; returns false when the connection must close.
-    func execute(_ request: [ArraySlice<UInt8>], into out: inout [UInt8]) async -> Bool {
-        let name = String(decoding: request[0], as: UTF8.self).uppercased()
-        let arguments = request.dropFirst().map { String(decoding: $0, as: UTF8.self) }
-        func arity(_ valid: Bool) -> Bool {
-            if !valid {
-                RESPReply.error("ERR wrong number of arguments for '\(name.lowercased())' command", into: &out)
+    /// Executes one request other than a plain SET (see `executeSET`), appending its reply;
+    /// inside `MULTI`, queues it instead. Returns false when the connection must close.
+    /// Front loop only.
+    func execute(_ request: [ArraySlice<UInt8>], session: inout ClientSession, into out: inout [UInt8]) async -> Bool {
+        let name = Self.commandName(request[0])
+        guard session.isQueuing else { return await run(request, name: name, session: &session, into: &out) }
+        switch name {
+        case "EXEC":
+            await exec(session: &session, into: &out)
+        case "DISCARD":
+            session.queuedCommands = nil
+            session.transactionRefused = false
+            RESPReply.simple("OK", into: &out)
+        case "MULTI":
+            RESPReply.error("ERR MULTI calls can not be nested", into: &out)
+        case "QUIT":
+            RESPReply.simple("OK", into: &out)
+            return false
+        default:
+            // As Redis: a command that cannot run is refused now, and dooms the transaction.
+            if let refusal = Self.refusal(of: request, name: name) {
+                RESPReply.error(refusal, into: &out)
+                session.transactionRefused = true
+            } else {
+                session.queuedCommands!.append(request.map { Array($0)[...] })
+                RESPReply.simple("QUEUED", into: &out)
             }
-            return valid
         }
+        return true
+    }
+
+    /// `EXEC`: runs the queued commands back to back and answers an array of their replies.
+    /// No other client's command runs between them: with one loop nothing they do suspends,
+    /// so they run in one turn of the loop; with more, `gate` holds the other clients off.
+    private func exec(session: inout ClientSession, into out: inout [UInt8]) async {
+        let commands = session.queuedCommands ?? []
+        session.queuedCommands = nil
+        if session.transactionRefused {
+            session.transactionRefused = false
+            RESPReply.error("EXECABORT Transaction discarded because of previous errors.", into: &out)
+            return
+        }
+        if let gate {
+            gate.leave()
+            await gate.enterExclusive()
+        }
+        RESPReply.arrayHeader(commands.count, into: &out)
+        for command in commands {
+            // QUIT is never queued, so every command's reply is kept.
+            _ = await run(command, name: Self.commandName(command[0]), session: &session, into: &out)
+        }
+        if let gate {
+            gate.leaveExclusive()
+            await gate.enter()
+        }
+    }
+
+    /// Runs one command (never inside `MULTI`'s queuing); false when the connection must close.
+    private func run(
+        _ request: [ArraySlice<UInt8>], name: String, session: inout ClientSession, into out: inout [UInt8]
+    ) async -> Bool {
+        if let refusal = Self.refusal(of: request, name: name) {
+            RESPReply.error(refusal, into: &out)
+            return true
+        }
+        let version = session.protocolVersion
+        let arguments = request.dropFirst()
         do {
             switch name {
             case "PING":
-                guard arity(arguments.count <= 1) else { return true }
                 if let message = arguments.first {
-                    RESPReply.bulk(Array(message.utf8), into: &out)
+                    RESPReply.bulk(message, into: &out)
                 } else {
                     RESPReply.simple("PONG", into: &out)
                 }
             case "ECHO":
-                guard arity(arguments.count == 1) else { return true }
-                RESPReply.bulk(Array(arguments[0].utf8), into: &out)
+                RESPReply.bulk(request[1], into: &out)
             case "QUIT":
                 RESPReply.simple("OK", into: &out)
                 return false
             case "SET":
-                guard arity(arguments.count >= 2) else { return true }
-                try declare(key: ServerKey(request[1]), id: arguments[1])
+                // SET takes no options: the registry has no expiry or conditional declaration.
+                guard request.count == 3 else {
+                    RESPReply.error("ERR syntax error", into: &out)
+                    return true
+                }
+                try declare(key: ServerKey(request[1]), id: ServerID(request[2]))
                 RESPReply.simple("OK", into: &out)
             case "GET":
-                guard arity(arguments.count == 1) else { return true }
                 let key = ServerKey(request[1])
                 let shard = shard(for: key)
                 if let result = try await shard.onLoop({ try shard.registry.result(of: key, as: ServerResult.self) }) {
                     RESPReply.arrayHeader(2, into: &out)
-                    RESPReply.bulk(Array(result.id.utf8), into: &out)
-                    RESPReply.bulk(Array(String(result.generation).utf8), into: &out)
+                    RESPReply.bulk(result.id.bytes, into: &out)
+                    RESPReply.bulk(String(result.generation).utf8, into: &out)
                 } else {
-                    RESPReply.null(into: &out)
+                    RESPReply.null(version, into: &out)
                 }
             case "DEL":
-                guard arity(arguments.count >= 1) else { return true }
                 var removed = 0
-                for key in request.dropFirst().map(ServerKey.init) {
+                for key in arguments.map(ServerKey.init) {
                     let shard = shard(for: key)
                     let existed = try await shard.onLoop { () throws -> Bool in
                         let existed = try shard.registry.contains(key)
@@ -73,71 +130,89 @@ extension RegistryServer {
                 }
                 RESPReply.integer(removed, into: &out)
             case "EXISTS":
-                guard arity(arguments.count >= 1) else { return true }
                 var count = 0
-                for key in request.dropFirst().map(ServerKey.init) {
+                for key in arguments.map(ServerKey.init) {
                     let shard = shard(for: key)
                     if try await shard.onLoop({ try shard.registry.contains(key) }) { count += 1 }
                 }
                 RESPReply.integer(count, into: &out)
             case "DBSIZE":
-                guard arity(arguments.isEmpty) else { return true }
                 var total = 0
                 for shard in shards { total += try await shard.onLoop { try shard.registry.counters.liveSlots } }
                 RESPReply.integer(total, into: &out)
             case "TASK.PHASE":
-                guard arity(arguments.count == 1) else { return true }
                 let key = ServerKey(request[1])
                 let shard = shard(for: key)
                 if let phase = try await shard.onLoop({ try shard.registry.phase(of: key)?.description }) {
                     RESPReply.simple(phase, into: &out)
                 } else {
-                    RESPReply.null(into: &out)
+                    RESPReply.null(version, into: &out)
                 }
             case "INFO":
-                RESPReply.bulk(Array(try await info().utf8), into: &out)
+                RESPReply.verbatimText(try await info(), version, into: &out)
             case "COMMAND":
-                if arguments.first?.uppercased() == "COUNT" {
-                    RESPReply.integer(0, into: &out)
-                } else {
-                    RESPReply.arrayHeader(0, into: &out)
+                switch arguments.first.map(Self.commandName) {
+                case "COUNT": RESPReply.integer(0, into: &out)
+                case "DOCS": RESPReply.mapHeader(0, version, into: &out)
+                default: RESPReply.arrayHeader(0, into: &out)
                 }
             case "CONFIG":
-                guard arity(arguments.count >= 2), arguments[0].uppercased() == "GET" else {
-                    if arguments.count >= 2 { RESPReply.error("ERR only CONFIG GET is supported", into: &out) }
-                    return true
-                }
-                let values = ["save": "", "appendonly": "no", "maxclients": String(configuration.maxClients)]
-                let matches = arguments.dropFirst().compactMap { name in values[name.lowercased()].map { (name, $0) } }
-                RESPReply.arrayHeader(matches.count * 2, into: &out)
-                for (key, value) in matches {
-                    RESPReply.bulk(Array(key.utf8), into: &out)
-                    RESPReply.bulk(Array(value.utf8), into: &out)
-                }
+                configGet(Array(arguments), version: version, into: &out)
             case "CLIENT":
-                guard arity(arguments.count >= 1) else { return true }
-                switch arguments[0].uppercased() {
-                case "ID": RESPReply.integer(Int(nextClientID), into: &out)
-                case "GETNAME": RESPReply.null(into: &out)
-                default: RESPReply.simple("OK", into: &out)
-                }
+                client(Array(arguments), session: &session, into: &out)
             case "SELECT":
-                guard arity(arguments.count == 1) else { return true }
-                if arguments[0] == "0" {
-                    RESPReply.simple("OK", into: &out)
-                } else {
-                    RESPReply.error("ERR DB index is out of range", into: &out)
+                switch Int(String(decoding: request[1], as: UTF8.self)) {
+                case 0: RESPReply.simple("OK", into: &out)
+                case .some: RESPReply.error("ERR DB index is out of range", into: &out)
+                case nil: RESPReply.error("ERR value is not an integer or out of range", into: &out)
                 }
+            case "HELLO":
+                hello(Array(arguments), session: &session, into: &out)
+            case "MULTI":
+                session.queuedCommands = []
+                RESPReply.simple("OK", into: &out)
+            case "EXEC":
+                RESPReply.error("ERR EXEC without MULTI", into: &out)
+            case "DISCARD":
+                RESPReply.error("ERR DISCARD without MULTI", into: &out)
             default:
-                let start = arguments.prefix(3).map { "'\($0.prefix(64))'" }.joined(separator: " ")
-                RESPReply.error(
-                    "ERR unknown command '\(name.lowercased().prefix(64))', with args beginning with: \(start)",
-                    into: &out)
+                preconditionFailure("'\(name)' passed refusal(of:) but has no case here")
             }
         } catch {
             RESPReply.error("ERR \(error)", into: &out)
         }
         return true
+    }
+
+    /// Why `request` cannot run (an unknown command, or the wrong number of arguments), as
+    /// Redis words it; nil when it can.
+    static func refusal(of request: [ArraySlice<UInt8>], name: String) -> String? {
+        guard let arity = commandArity[name] else {
+            // Redis quotes the name as sent and each argument followed by a space.
+            let shown = request.dropFirst().prefix(3).map { "'\(String(decoding: $0.prefix(128), as: UTF8.self))' " }
+            return "ERR unknown command '\(String(decoding: request[0].prefix(128), as: UTF8.self))', "
+                + "with args beginning with: \(shown.joined())"
+        }
+        let count = request.count
+        let fits = arity >= 0 ? count == arity : count >= -arity
+        // PING takes one message at most (its arity, -1, cannot say so).
+        guard fits, name != "PING" || count <= 2 else {
+            return "ERR wrong number of arguments for '\(name.lowercased())' command"
+        }
+        return nil
+    }
+
+    /// Each command's argument count, the name included, in Redis's notation: n exactly n,
+    /// -n at least n.
+    static let commandArity: [String: Int] = [
+        "PING": -1, "ECHO": 2, "QUIT": -1, "SET": -3, "GET": 2, "DEL": -2, "EXISTS": -2, "DBSIZE": 1,
+        "TASK.PHASE": 2, "INFO": -1, "COMMAND": -1, "CONFIG": -2, "CLIENT": -2, "SELECT": 2, "HELLO": -1,
+        "MULTI": 1, "EXEC": 1, "DISCARD": 1,
+    ]
+
+    /// A command or option name in upper case (names are ASCII; other bytes never match one).
+    static func commandName(_ bytes: ArraySlice<UInt8>) -> String {
+        String(decoding: bytes.lazy.map { (0x61...0x7A).contains($0) ? $0 - 0x20 : $0 }, as: UTF8.self)
     }
 
     private static let okReply: [UInt8] = Array("+OK\r\n".utf8)
@@ -150,7 +225,7 @@ extension RegistryServer {
     }
 
     /// `SET key id`: declares the key's task with that identity.
-    private func declare(key: ServerKey, id: String) throws {
+    private func declare(key: ServerKey, id: ServerID) throws {
         let shard = shard(for: key)
         try shard.registry.task(key, id: id, template: shard.work)
     }

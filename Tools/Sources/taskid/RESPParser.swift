@@ -1,15 +1,23 @@
-// The request side of RESP2, the Redis protocol: arrays of bulk strings (what redis-cli and
-// redis-benchmark send) and inline commands (what a person types into telnet). Self-contained
-// (no other module) so that the fuzz target compiles it on its own.
+// The request side of RESP, the Redis protocol (the same in RESP2 and RESP3): arrays of bulk
+// strings (what clients and redis-benchmark send) and inline commands (what a person types into
+// telnet or nc). Self-contained, with RESPInlineCommand.swift, so that the fuzz target compiles
+// them on their own.
 
 /// Limits that keep one client from making the server allocate without bound.
-struct RESPLimits: Sendable {
+struct RESPLimits: Sendable, Equatable {
+    /// The default of `maxRequestBytes`: 512 MiB, Redis's largest bulk string
+    /// (`proto-max-bulk-len`). Memory is taken as bytes arrive, never ahead of them.
+    static let defaultMaxRequestBytes = 512 << 20
+    /// The default of `maxArguments`: Redis's own limit on a request's arguments (`INT_MAX`).
+    /// In practice `maxRequestBytes` bounds a request first (each argument takes 6 bytes at least).
+    static let defaultMaxArguments = Int(Int32.max)
+    /// The longest inline command (a line without `*`): 64 KiB, as Redis.
+    static let maxInlineBytes = 64 * 1024
+
     /// The most bytes one request (all its arguments and framing) may take.
-    var maxRequestBytes: Int = 1 << 20
-    /// The most arguments one request may have. Small on purpose: an incomplete request is
-    /// parsed again from its start on each read, so this bounds that work (the registry's
-    /// commands take a few arguments; Redis's limit is far larger).
-    var maxArguments: Int = 1024
+    var maxRequestBytes: Int = Self.defaultMaxRequestBytes
+    /// The most arguments one request may have, the command's name included.
+    var maxArguments: Int = Self.defaultMaxArguments
 }
 
 /// Why a request could not be parsed. The connection answers `-ERR Protocol error: …` and
@@ -21,14 +29,27 @@ struct RESPProtocolError: Error, Equatable, CustomStringConvertible {
 
 /// An incremental parser: feed it bytes as they arrive, take complete requests out.
 ///
-/// Requests are returned in order; a request split across reads is completed by later feeds.
-/// Memory is bounded by `RESPLimits.maxRequestBytes` plus one read. Arguments are slices of the
-/// parser's buffer, not copies: empty the arguments array before the next `feed`, or feeding
-/// copies the whole buffer.
+/// Requests are returned in order; a request split across reads is completed by later feeds,
+/// resuming where the last feed stopped (a request of a million arguments arriving in 64 KiB
+/// reads is parsed once, not once per read). Memory is bounded by `RESPLimits.maxRequestBytes`
+/// plus one read. Arguments are slices of the parser's buffer, not copies: empty the arguments
+/// array before the next `feed`, or feeding copies the whole buffer.
 struct RESPParser {
     private var buffer: [UInt8] = []
+    /// Where the request being parsed starts.
     private var position = 0
+    /// An array request cut short by the end of the buffer: what was parsed of it, kept as
+    /// offsets from `position` (which compaction leaves valid) so the next call resumes there.
+    private var partial: PartialArray?
     let limits: RESPLimits
+
+    private struct PartialArray {
+        var declaredCount: Int
+        /// Each complete argument's bytes, as offsets from the request's start.
+        var arguments: [Range<Int>] = []
+        /// Where the next argument starts, from the request's start.
+        var cursor: Int
+    }
 
     init(limits: RESPLimits = RESPLimits()) { self.limits = limits }
 
@@ -38,7 +59,7 @@ struct RESPParser {
             buffer.removeAll(keepingCapacity: true)
             position = 0
         } else if position > 65_536 {
-            buffer.removeFirst(position)
+            buffer.removeFirst(position)  // offsets in `partial` are from `position`: unchanged
             position = 0
         }
         buffer.append(contentsOf: bytes)
@@ -61,31 +82,35 @@ struct RESPParser {
     mutating func next(into arguments: inout [ArraySlice<UInt8>]) throws(RESPProtocolError) -> Bool {
         arguments.removeAll(keepingCapacity: true)
         while position < buffer.count {
-            if buffer[position] == UInt8(ascii: "*") {
+            if partial != nil || buffer[position] == UInt8(ascii: "*") {
                 switch try nextArray(into: &arguments) {
                 case .request: return true
                 case .needMore: return false
                 case .empty: continue  // "*0" and "*-1": skipped, as Redis does
                 }
             }
-            // Inline command; empty lines are skipped, as Redis does.
-            guard let end = lineEnd(from: position) else {
-                if pendingBytes > min(limits.maxRequestBytes, 64 * 1024) {
+            // An inline command ends at LF, with or without CR before it (as Redis).
+            guard let newline = buffer[position...].firstIndex(of: UInt8(ascii: "\n")) else {
+                if pendingBytes > RESPLimits.maxInlineBytes {
                     throw RESPProtocolError(message: "too big inline request")
                 }
                 return false
             }
-            let line = buffer[position..<end]
-            position = end + 2
-            let words = line.split(whereSeparator: {
-                $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") || $0 == UInt8(ascii: "\r")
-            })
-            if words.isEmpty { continue }
-            guard words.count <= limits.maxArguments else { throw RESPProtocolError(message: "too many arguments") }
-            arguments.append(contentsOf: words)
+            guard newline - position <= RESPLimits.maxInlineBytes else {
+                throw RESPProtocolError(message: "too big inline request")
+            }
+            let line = buffer[position..<newline]
+            position = newline + 1
+            try RESPInlineCommand.split(line, into: &arguments)
+            if arguments.isEmpty { continue }  // empty lines are skipped, as Redis does
+            guard arguments.count <= limits.maxArguments else { throw tooManyArguments(arguments.count) }
             return true
         }
         return false
+    }
+
+    private func tooManyArguments(_ count: Int) -> RESPProtocolError {
+        RESPProtocolError(message: "too many arguments (\(count); this server takes at most \(limits.maxArguments))")
     }
 
     /// Index of the `\r` of the next `\r\n` at or after `start`, if complete.
@@ -122,101 +147,94 @@ struct RESPParser {
 
     private mutating func nextArray(into arguments: inout [ArraySlice<UInt8>]) throws(RESPProtocolError) -> ArrayOutcome
     {
-        var cursor = position
-        guard let headerEnd = lineEnd(from: cursor) else {
-            if buffer.count - cursor > 32 { throw RESPProtocolError(message: "invalid multibulk length") }
-            return .needMore
+        // A request that arrived whole is parsed straight into `arguments`. One cut short keeps
+        // its arguments as offsets in `partial`; later calls append to those and make the slices
+        // once the request is complete, so each byte is parsed once however many reads it took.
+        var resumed = partial.take()
+        let count: Int
+        var cursor: Int
+        if let resumed {
+            count = resumed.declaredCount
+            cursor = position + resumed.cursor
+        } else {
+            guard let headerEnd = lineEnd(from: position) else {
+                if buffer.count - position > 32 { throw RESPProtocolError(message: "invalid multibulk length") }
+                return .needMore
+            }
+            guard let declared = integer(position + 1, headerEnd) else {
+                throw RESPProtocolError(message: "invalid multibulk length")
+            }
+            guard declared <= limits.maxArguments else { throw tooManyArguments(declared) }
+            cursor = headerEnd + 2
+            if declared <= 0 {
+                position = cursor
+                return .empty
+            }
+            count = declared
         }
-        guard let count = integer(cursor + 1, headerEnd) else {
-            throw RESPProtocolError(message: "invalid multibulk length")
-        }
-        guard count <= limits.maxArguments else { throw RESPProtocolError(message: "invalid multibulk length") }
-        cursor = headerEnd + 2
-        if count <= 0 {
-            position = cursor
-            return .empty
-        }
-        var requestBytes = cursor - position
-        for _ in 0..<count {
-            guard cursor < buffer.count else { return try needMore(&arguments) }
-
+        while (resumed?.arguments.count ?? arguments.count) < count {
+            guard cursor < buffer.count else { return try needMore(&arguments, &resumed, count: count, cursor: cursor) }
             guard buffer[cursor] == UInt8(ascii: "$") else {
                 throw RESPProtocolError(message: "expected '$', got '\(Character(Unicode.Scalar(buffer[cursor])))'")
             }
             guard let lengthEnd = lineEnd(from: cursor) else {
                 if buffer.count - cursor > 32 { throw RESPProtocolError(message: "invalid bulk length") }
-                return try needMore(&arguments)
+                return try needMore(&arguments, &resumed, count: count, cursor: cursor)
             }
             guard let length = integer(cursor + 1, lengthEnd), length >= 0 else {
                 throw RESPProtocolError(message: "invalid bulk length")
             }
-            requestBytes += lengthEnd + 2 - cursor + length + 2
-            guard length <= limits.maxRequestBytes, requestBytes <= limits.maxRequestBytes else {
+            let dataStart = lengthEnd + 2
+            guard length <= limits.maxRequestBytes, dataStart + length + 2 - position <= limits.maxRequestBytes else {
                 throw RESPProtocolError(message: "request larger than \(limits.maxRequestBytes) bytes")
             }
-            let dataStart = lengthEnd + 2
-            guard dataStart + length + 2 <= buffer.count else { return try needMore(&arguments) }
+            guard dataStart + length + 2 <= buffer.count else {
+                return try needMore(&arguments, &resumed, count: count, cursor: cursor)
+            }
             guard buffer[dataStart + length] == UInt8(ascii: "\r"), buffer[dataStart + length + 1] == UInt8(ascii: "\n")
             else {
                 throw RESPProtocolError(message: "bulk string not terminated by CRLF")
             }
-            arguments.append(buffer[dataStart..<(dataStart + length)])
+            if resumed != nil {
+                resumed!.arguments.append((dataStart - position)..<(dataStart + length - position))
+            } else {
+                arguments.append(buffer[dataStart..<(dataStart + length)])
+            }
             cursor = dataStart + length + 2
+        }
+        if let resumed {
+            arguments.reserveCapacity(count)
+            for range in resumed.arguments {
+                arguments.append(buffer[(position + range.lowerBound)..<(position + range.upperBound)])
+            }
         }
         position = cursor
         return .request
     }
 
-    private func needMore(_ arguments: inout [ArraySlice<UInt8>]) throws(RESPProtocolError) -> ArrayOutcome {
-        arguments.removeAll(keepingCapacity: true)
+    /// Keeps what was parsed of an incomplete array request, as offsets, for the next call.
+    private mutating func needMore(
+        _ arguments: inout [ArraySlice<UInt8>], _ resumed: inout PartialArray?, count: Int, cursor: Int
+    ) throws(RESPProtocolError) -> ArrayOutcome {
         if pendingBytes > limits.maxRequestBytes {
             throw RESPProtocolError(message: "request larger than \(limits.maxRequestBytes) bytes")
         }
+        let start = position
+        var kept = resumed ?? PartialArray(declaredCount: count, cursor: 0)
+        if resumed == nil {
+            kept.arguments = arguments.map { ($0.startIndex - start)..<($0.endIndex - start) }
+            arguments.removeAll(keepingCapacity: true)
+        }
+        kept.cursor = cursor - start
+        partial = kept
         return .needMore
     }
 }
 
-/// RESP2 replies, appended to an output buffer.
-enum RESPReply {
-    static func simple(_ text: String, into out: inout [UInt8]) {
-        out.append(UInt8(ascii: "+"))
-        out.append(contentsOf: text.utf8)
-        crlf(&out)
-    }
-
-    static func error(_ text: String, into out: inout [UInt8]) {
-        out.append(UInt8(ascii: "-"))
-        // An error line must not contain CR or LF.
-        out.append(contentsOf: text.utf8.map { $0 == 13 || $0 == 10 ? UInt8(ascii: " ") : $0 })
-        crlf(&out)
-    }
-
-    static func integer(_ value: Int, into out: inout [UInt8]) {
-        out.append(UInt8(ascii: ":"))
-        out.append(contentsOf: String(value).utf8)
-        crlf(&out)
-    }
-
-    static func bulk<Bytes: Collection>(_ bytes: Bytes, into out: inout [UInt8]) where Bytes.Element == UInt8 {
-        out.append(UInt8(ascii: "$"))
-        out.append(contentsOf: String(bytes.count).utf8)
-        crlf(&out)
-        out.append(contentsOf: bytes)
-        crlf(&out)
-    }
-
-    static func null(into out: inout [UInt8]) {
-        out.append(contentsOf: "$-1\r\n".utf8)
-    }
-
-    static func arrayHeader(_ count: Int, into out: inout [UInt8]) {
-        out.append(UInt8(ascii: "*"))
-        out.append(contentsOf: String(count).utf8)
-        crlf(&out)
-    }
-
-    private static func crlf(_ out: inout [UInt8]) {
-        out.append(13)
-        out.append(10)
+extension Optional {
+    /// Returns the value and leaves `nil` behind.
+    fileprivate mutating func take() -> Wrapped? {
+        defer { self = nil }
+        return self
     }
 }

@@ -8,7 +8,7 @@ import ServiceLifecycle
 struct ServeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "serve",
-        abstract: "Serves a task registry over RESP2 (the Redis protocol).",
+        abstract: "Serves a task registry over RESP2 and RESP3 (the Redis protocol).",
         discussion: """
             SET key id declares the key's task with that identity (restarting it when the id \
             changes); GET key returns the id whose run finished last, and its generation.
@@ -16,7 +16,10 @@ struct ServeCommand: AsyncParsableCommand {
             Once listening, one line of JSON goes to standard output, e.g. \
             {"event":"ready","host":"127.0.0.1","port":6380,"loops":1,"version":"\(taskidVersion)","pid":1234} \
             (the port actually bound, also with --port 0). The log goes to standard error. \
-            SIGINT or SIGTERM shuts down gracefully (exit 0).
+            SIGINT or SIGTERM shuts down gracefully: no new connections, every client's requests \
+            already received are answered and the replies delivered (within --drain-timeout-ms), \
+            then exit 0; exit 1 if some replies could not be delivered in time (the log says how \
+            many bytes to how many clients).
             """
     )
 
@@ -49,8 +52,25 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "Connections served at once.")
     var maxClients = 10_000
 
-    @Option(help: "Largest request accepted, in bytes.")
-    var maxRequestBytes = 1 << 20
+    @Option(help: "Largest request accepted, in bytes (Redis's proto-max-bulk-len).")
+    var maxRequestBytes = RESPLimits.defaultMaxRequestBytes
+
+    @Option(help: "Most arguments one request may have, its command name included (Redis's limit).")
+    var maxArguments = RESPLimits.defaultMaxArguments
+
+    @Option(
+        name: .customLong("drain-timeout-ms"),
+        help: "On SIGTERM/SIGINT, how long to wait for clients to take the replies they are owed.")
+    var drainTimeoutMilliseconds = 5_000
+
+    @Option(name: .customLong("upstream-connect-timeout-ms"), help: "--work upstream: time-out for connecting.")
+    var upstreamConnectTimeoutMilliseconds = 1_000
+
+    @Option(name: .customLong("upstream-reply-timeout-ms"), help: "--work upstream: time-out for the reply.")
+    var upstreamReplyTimeoutMilliseconds = 5_000
+
+    @Option(help: "--work upstream: most upstream connections open at once, over all loops.")
+    var upstreamMaxConnections = 256
 
     @Option(help: "Least severe log message written to standard error.")
     var logLevel = LogLevelArgument.info
@@ -68,6 +88,11 @@ struct ServeCommand: AsyncParsableCommand {
         try check("--debounce-ms", debounceMilliseconds, in: 0...86_400_000)
         try check("--max-clients", maxClients, in: 1...1_000_000)
         try check("--max-request-bytes", maxRequestBytes, in: 64...(1 << 30))
+        try check("--max-arguments", maxArguments, in: 1...Int(Int32.max))
+        try check("--drain-timeout-ms", drainTimeoutMilliseconds, in: 0...3_600_000)
+        try check("--upstream-connect-timeout-ms", upstreamConnectTimeoutMilliseconds, in: 1...3_600_000)
+        try check("--upstream-reply-timeout-ms", upstreamReplyTimeoutMilliseconds, in: 1...3_600_000)
+        try check("--upstream-max-connections", upstreamMaxConnections, in: 1...1_000_000)
     }
 
     /// The server's settings from the options.
@@ -79,7 +104,11 @@ struct ServeCommand: AsyncParsableCommand {
         configuration.debounceMilliseconds = debounceMilliseconds
         configuration.work = work
         configuration.maxClients = maxClients
-        configuration.maxRequestBytes = maxRequestBytes
+        configuration.requestLimits = RESPLimits(maxRequestBytes: maxRequestBytes, maxArguments: maxArguments)
+        configuration.drainTimeoutMilliseconds = drainTimeoutMilliseconds
+        configuration.upstreamConnectTimeoutMilliseconds = upstreamConnectTimeoutMilliseconds
+        configuration.upstreamReplyTimeoutMilliseconds = upstreamReplyTimeoutMilliseconds
+        configuration.upstreamMaxConnections = upstreamMaxConnections
         return configuration
     }
 

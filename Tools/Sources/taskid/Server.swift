@@ -13,6 +13,8 @@ final class RegistryServer: Sendable {
     let configuration: ServerConfiguration
     let group: UVLoopGroup
     let shards: [ServerShard]
+    /// The time-outs and connection cap of `--work upstream:` runs, shared by the shards.
+    let upstreamLimits: UpstreamLimits
     /// Where the server reports what it survives and its start and stop.
     let logger: Logger
     var frontLoop: UVLoop { group.loops[0] }
@@ -22,6 +24,9 @@ final class RegistryServer: Sendable {
     private let front: LoopBound<FrontLoopState>
     /// The bound port, 0 before `start`; read by tests and INFO from other threads.
     private let boundPort = Atomic<Int>(0)
+    /// Keeps other clients' commands out of a running `EXEC` when commands can suspend (reads
+    /// on another loop's shard); nil with one loop, where nothing a command does suspends.
+    let gate: TransactionGate?
 
     /// Creates the loops and the shards; listens only at `start`.
     ///
@@ -30,8 +35,16 @@ final class RegistryServer: Sendable {
         self.configuration = configuration
         self.logger = logger
         group = try UVLoopGroup(loops: configuration.loops, namePrefix: "taskid")
-        shards = try group.loops.map { try ServerShard(loop: $0, configuration: configuration) }
+        let upstreamLimits = UpstreamLimits(
+            connectTimeoutMilliseconds: configuration.upstreamConnectTimeoutMilliseconds,
+            replyTimeoutMilliseconds: configuration.upstreamReplyTimeoutMilliseconds,
+            maxConnections: configuration.upstreamMaxConnections)
+        self.upstreamLimits = upstreamLimits
+        shards = try group.loops.map {
+            try ServerShard(loop: $0, configuration: configuration, upstreamLimits: upstreamLimits)
+        }
         front = LoopBound(FrontLoopState(), loop: group.loops[0])
+        gate = configuration.loops > 1 ? TransactionGate(loop: group.loops[0]) : nil
     }
 
     /// The port bound by `start`, 0 before. Any thread.
@@ -84,7 +97,7 @@ final class RegistryServer: Sendable {
             let id = front.value.nextClientID
             front.value.nextClientID += 1
             let task = Task(executorPreference: frontLoop) {
-                await self.serve(connection)
+                await self.serve(connection, id: id)
                 connection.close()
                 self.front.value.clients[id] = nil
             }
@@ -92,39 +105,77 @@ final class RegistryServer: Sendable {
         }
     }
 
-    /// Graceful shutdown: stop accepting, cancel every client and every task, close every
-    /// handle, shut the loops down. Any task; once.
-    func stop() async {
+    /// Graceful shutdown with a drain: stops accepting, stops reading from every client, lets
+    /// each one finish the requests it has already received and deliver their replies, then
+    /// closes it. A client whose replies are not delivered within `drainTimeout` (it stopped
+    /// reading) is closed anyway, and the report says how many bytes it was owed. Then every
+    /// task is cancelled and the loops shut down. Any task; once.
+    @discardableResult
+    func stop(drainTimeout: Duration? = nil) async -> DrainReport {
+        let drainTimeout = drainTimeout ?? .milliseconds(configuration.drainTimeoutMilliseconds)
         let tasks: [Task<Void, Never>] = await Task(executorPreference: frontLoop) {
             self.front.value.stopping = true
             self.front.value.listener?.close()
             self.front.value.acceptTask?.cancel()
-            let tasks = self.front.value.clients.values.map(\.task)
-            for task in tasks { task.cancel() }
-            return tasks + [self.front.value.acceptTask].compactMap { $0 }
+            for client in self.front.value.clients.values { client.connection.stopReading() }
+            return self.front.value.clients.values.map(\.task)
         }.value
+        let clock = frontLoop.clock
+        let drained = await withTaskGroup(of: Bool.self) { group in
+            group.addTask {
+                for task in tasks { await task.value }
+                return true
+            }
+            group.addTask {
+                // Cancelled as soon as every client is done; a loop already shut down ends it too.
+                do { try await clock.sleep(for: drainTimeout) } catch { return true }
+                return false
+            }
+            let first = await group.next() ?? true
+            group.cancelAll()
+            return first
+        }
+        var report = DrainReport(clients: tasks.count)
+        if !drained {
+            // Past the time-out: close who is left; their unsent replies are what was dropped.
+            report = await Task(executorPreference: frontLoop) { () -> DrainReport in
+                var report = DrainReport(clients: tasks.count)
+                for client in self.front.value.clients.values {
+                    report.droppedClients += 1
+                    report.droppedBytes += client.connection.queuedWriteBytes
+                    client.task.cancel()
+                }
+                return report
+            }.value
+        }
         for task in tasks { await task.value }
+        if let acceptTask = await Task(executorPreference: frontLoop, operation: { self.front.value.acceptTask }).value
+        {
+            await acceptTask.value
+        }
         for shard in shards { await shard.registry.shutdown() }
         await group.shutdown()
+        return report
     }
 
     /// Number of clients connected now. Front loop only.
     var clientCount: Int { front.value.clients.count }
 
-    /// The id the next client will get (CLIENT ID). Front loop only.
-    var nextClientID: UInt64 { front.value.nextClientID }
-
     // MARK: - One client
 
-    /// Reads, executes and answers one client's requests until it leaves. Front loop only.
-    private func serve(_ connection: TCPConnection) async {
-        var parser = RESPParser(limits: RESPLimits(maxRequestBytes: configuration.maxRequestBytes))
+    /// Reads, executes and answers one client's requests until it leaves or the server stops;
+    /// then delivers the replies it owes. Front loop only.
+    private func serve(_ connection: TCPConnection, id: UInt64) async {
+        var parser = RESPParser(limits: configuration.requestLimits)
+        var session = ClientSession(id: id)
         var request: [ArraySlice<UInt8>] = []
         var output: [UInt8] = []
-        while true {
+        reading: while true {
             // The parser copies the bytes straight from the socket's buffer.
-            do { guard try await connection.read({ parser.feed($0) }) != nil else { return } } catch { return }
+            do { guard try await connection.read({ parser.feed($0) }) != nil else { break } } catch { return }
+            await gate?.enter()
             var keepOpen = true
+            var executedThisTurn = 0
             while keepOpen {
                 do {
                     guard try parser.next(into: &request) else { break }
@@ -133,10 +184,25 @@ final class RegistryServer: Sendable {
                     keepOpen = false
                     break
                 }
+                executedThisTurn &+= 1
                 // SET, the hot path, without an async call per request.
-                if executeSET(request, into: &output) { continue }
-                keepOpen = await execute(request, into: &output)
+                if !session.isQueuing && executeSET(request, into: &output) {
+                    if executedThisTurn < Self.requestsPerTurn { continue }
+                } else {
+                    keepOpen = await execute(request, session: &session, into: &output)
+                    guard executedThisTurn >= Self.requestsPerTurn || output.count >= Self.replyBytesPerTurn else {
+                        continue
+                    }
+                }
+                // A long burst: send what is ready, then let the loop serve the other clients
+                // before going on, so one client's pipeline delays them by one batch at most.
+                guard keepOpen, sendReplies(&output, to: connection) else { break }
+                gate?.leave()
+                await yieldToOtherClients()
+                await gate?.enter()
+                executedThisTurn = 0
             }
+            gate?.leave()
             request.removeAll(keepingCapacity: true)  // release the slices before the next feed
             if !keepOpen {
                 // The last replies (QUIT's +OK, a protocol error) must reach the client before
@@ -144,16 +210,48 @@ final class RegistryServer: Sendable {
                 try? await connection.write(output)
                 return
             }
-            if !output.isEmpty {
-                // Replies to a pipelined batch leave together, in order.
-                do { try connection.send(output) } catch { return }
-                output.removeAll(keepingCapacity: true)
-            }
-            if connection.queuedWriteBytes > configuration.maxOutputBytes {
-                return  // the client stopped reading its replies; it cannot be told, only dropped
-            }
+            guard sendReplies(&output, to: connection) else { return }
         }
+        // Stopping (or the client closed its side): deliver what is owed, then close.
+        try? await connection.flush()
     }
+
+    /// Sends the replies gathered so far; false when the connection must be dropped.
+    private func sendReplies(_ output: inout [UInt8], to connection: TCPConnection) -> Bool {
+        if !output.isEmpty {
+            // Replies to a pipelined batch leave together, in order.
+            do { try connection.send(output) } catch { return false }
+            output.removeAll(keepingCapacity: true)
+        }
+        // A client that stopped reading its replies cannot be told, only dropped.
+        return connection.queuedWriteBytes <= configuration.maxOutputBytes
+    }
+
+    /// Requests one client may run before the others get a turn: enough that a pipelined SET
+    /// burst (redis-benchmark -P 16 and far beyond) never pauses.
+    static let requestsPerTurn = 1024
+    /// Reply bytes one client may gather before the others get a turn (a burst of INFO).
+    static let replyBytesPerTurn = 64 * 1024
+
+    /// Suspends until the loop has polled for I/O once: a zero-length sleep fires in the next
+    /// turn's timer phase, after the poll that reads the other clients' requests. (A plain
+    /// `Task.yield()` would run again before that poll: the loop runs its queued jobs first.)
+    private func yieldToOtherClients() async {
+        try? await frontLoop.clock.sleep(for: .zero)
+    }
+}
+
+/// What a graceful stop delivered and what it dropped. A value type; any thread.
+struct DrainReport: Sendable, Equatable {
+    /// Clients connected when the stop began.
+    var clients: Int
+    /// Clients closed at the drain time-out with replies still unsent.
+    var droppedClients = 0
+    /// Reply bytes those clients were owed and did not get.
+    var droppedBytes = 0
+
+    /// Whether every reply owed was delivered.
+    var isComplete: Bool { droppedClients == 0 }
 }
 
 /// `RegistryServer`'s mutable state. Front loop only (kept in a `LoopBound`).
@@ -161,6 +259,6 @@ struct FrontLoopState {
     var listener: TCPListener?
     var acceptTask: Task<Void, Never>?
     var clients: [UInt64: (connection: TCPConnection, task: Task<Void, Never>)] = [:]
-    var nextClientID: UInt64 = 0
+    var nextClientID: UInt64 = 1  // as Redis, client ids start at 1
     var stopping = false
 }

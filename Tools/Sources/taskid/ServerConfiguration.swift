@@ -42,7 +42,16 @@ struct ServerConfiguration: Sendable, Equatable {
     var debounceMilliseconds = 0
     var work = ServerWork.sleep(milliseconds: 10)
     var maxClients = 10_000
-    var maxRequestBytes = 1 << 20
+    /// The largest request and the most arguments one request may have (`--max-request-bytes`,
+    /// `--max-arguments`); Redis's limits by default.
+    var requestLimits = RESPLimits()
     /// Replies queued for a client that does not read them, past which it is disconnected.
     var maxOutputBytes = 8 << 20
+    /// How long a graceful stop waits for clients to take the replies they are owed.
+    var drainTimeoutMilliseconds = 5_000
+    /// `--work upstream:`: time-outs for connecting and for the reply, and the most upstream
+    /// connections open at once (over all loops).
+    var upstreamConnectTimeoutMilliseconds = 1_000
+    var upstreamReplyTimeoutMilliseconds = 5_000
+    var upstreamMaxConnections = 256
 }

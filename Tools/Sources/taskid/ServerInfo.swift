@@ -3,11 +3,13 @@ import UVLoop
 
 /// `INFO`: the server's settings, its clients and the registry's counters.
 extension RegistryServer {
-    /// The registry's counters in Redis's INFO format. Any task.
+    /// The registry's counters in Redis's INFO format. Front loop only.
     func info() async throws -> String {
         var total = RegistryCounters()
         for shard in shards { total = total + (try await shard.onLoop { try shard.registry.counters }) }
-        let clients = try await frontLoop.submit { self.clientCount }
+        // On the front loop already (INFO runs there), so reading the client count does not
+        // suspend: with one loop, INFO inside EXEC stays in the loop's turn.
+        let clients = clientCount
         let lines =
             [
                 "# Server", "taskid_version:\(taskidVersion)", "tcp_port:\(port)", "loops:\(shards.count)",

@@ -1,14 +1,17 @@
-/// A key as the server stores it: up to 24 bytes inline (three words compared and hashed
-/// directly), longer keys as a `String`. 32 bytes in all, the dictionary's key stride.
+/// A key as the server stores it: its exact bytes, compared and hashed byte for byte (Redis keys
+/// are bytes: no decoding, no Unicode equivalence, no replacement of invalid UTF-8). Up to 24
+/// bytes are kept inline (three words compared and hashed directly), longer keys as an array.
+/// 32 bytes in all, the dictionary's key stride.
 ///
 /// Why not `String`: a 16-byte key such as redis-benchmark's `key:000000012345` is one byte past
 /// Swift's small-string limit, so every dictionary probe dereferenced a heap string (profiled:
-/// `memcmp` and cache misses were a quarter of a SET's cost).
+/// `memcmp` and cache misses were a quarter of a SET's cost); and two different byte strings can
+/// be equal `String`s. A value type; any thread.
 struct ServerKey: Hashable, Sendable, CustomStringConvertible {
     private enum Storage: Hashable {
         /// The bytes, zero-padded, and their count.
         case inline(UInt64, UInt64, UInt64, count: UInt8)
-        case long(String)
+        case long([UInt8])
     }
 
     private let storage: Storage
@@ -17,25 +20,88 @@ struct ServerKey: Hashable, Sendable, CustomStringConvertible {
         let count = bytes.count
         if count <= 24 {
             var words: (UInt64, UInt64, UInt64) = (0, 0, 0)
-            withUnsafeMutableBytes(of: &words) { raw in
-                for (offset, byte) in bytes.enumerated() { raw[offset] = byte }
-            }
+            withUnsafeMutableBytes(of: &words) { InlineBytes.pack(bytes, into: $0) }
             storage = .inline(words.0, words.1, words.2, count: UInt8(count))
         } else {
-            storage = .long(String(decoding: bytes, as: UTF8.self))
+            storage = .long(Array(bytes))
         }
     }
 
     init(_ text: String) { self.init(Array(text.utf8)) }
 
-    /// The key's text.
-    var description: String {
+    /// The key's bytes, exactly as the client sent them.
+    var bytes: [UInt8] {
         switch storage {
-        case .long(let text):
-            return text
+        case .long(let bytes):
+            return bytes
         case .inline(let word0, let word1, let word2, let count):
             var words = (word0, word1, word2)
-            return withUnsafeBytes(of: &words) { String(decoding: $0.prefix(Int(count)), as: UTF8.self) }
+            return withUnsafeBytes(of: &words) { Array($0.prefix(Int(count))) }
+        }
+    }
+
+    /// The key as text, for logs and tests (invalid UTF-8 shows as U+FFFD; never compared).
+    var description: String { String(decoding: bytes, as: UTF8.self) }
+}
+
+/// A SET's id as the server stores it: its exact bytes, like `ServerKey`. Up to 16 bytes are
+/// kept inline; the whole value is 17 bytes, so the registry's `any Hashable` identity holds it
+/// without a heap box (an existential keeps up to 24 bytes inline), as it did the small
+/// `String`s ids were before. A value type; any thread.
+struct ServerID: Hashable, Sendable, CustomStringConvertible {
+    private enum Storage: Hashable {
+        /// The bytes, zero-padded, and their count in the last byte of the second word.
+        case inline(UInt64, UInt64)
+        case long([UInt8])
+    }
+
+    private let storage: Storage
+
+    /// The most bytes kept inline: two words less the count byte.
+    static let inlineCapacity = 15
+
+    init<Bytes: Collection>(_ bytes: Bytes) where Bytes.Element == UInt8 {
+        let count = bytes.count
+        if count <= Self.inlineCapacity {
+            var words: (UInt64, UInt64) = (0, 0)
+            withUnsafeMutableBytes(of: &words) { raw in
+                InlineBytes.pack(bytes, into: raw)
+                raw[15] = UInt8(count)
+            }
+            storage = .inline(words.0, words.1)
+        } else {
+            storage = .long(Array(bytes))
+        }
+    }
+
+    init(_ text: String) { self.init(Array(text.utf8)) }
+
+    /// The id's bytes, exactly as the client sent them.
+    var bytes: [UInt8] {
+        switch storage {
+        case .long(let bytes):
+            return bytes
+        case .inline(let word0, let word1):
+            var words = (word0, word1)
+            return withUnsafeBytes(of: &words) { Array($0.prefix(Int($0[15]))) }
+        }
+    }
+
+    /// The id as text, for logs and tests (invalid UTF-8 shows as U+FFFD; never compared).
+    var description: String { String(decoding: bytes, as: UTF8.self) }
+}
+
+/// Copies bytes into the zeroed words of an inline key or id.
+enum InlineBytes {
+    @inline(__always)
+    static func pack<Bytes: Collection>(_ bytes: Bytes, into raw: UnsafeMutableRawBufferPointer)
+    where Bytes.Element == UInt8 {
+        // Contiguous input (the parser's slices) is one copy; anything else byte by byte.
+        let copied: Void? = bytes.withContiguousStorageIfAvailable { source in
+            raw.copyMemory(from: UnsafeRawBufferPointer(source))
+        }
+        if copied == nil {
+            for (offset, byte) in bytes.enumerated() { raw[offset] = byte }
         }
     }
 }

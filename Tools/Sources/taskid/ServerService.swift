@@ -50,8 +50,17 @@ struct ServerService: Service {
         // Returns on graceful shutdown; throws CancellationError when the group cancels us.
         // Either way the server stops the same way.
         try? await gracefulShutdown()
-        logger.info("shutting down")
-        await server.stop()
-        logger.info("stopped")
+        logger.info("shutting down: draining \(configuration.drainTimeoutMilliseconds) ms at most")
+        let report = await server.stop()
+        guard report.isComplete else {
+            logger.error(
+                "stopped; the drain timed out: \(report.droppedBytes) bytes of replies to \(report.droppedClients) of \(report.clients) clients were dropped"
+            )
+            throw report
+        }
+        logger.info("stopped; every reply delivered (\(report.clients) clients)")
     }
 }
+
+/// A stop whose drain timed out is an error of the service: `taskid serve` then exits 1.
+extension DrainReport: Error {}

@@ -3,7 +3,7 @@ import UVLoop
 
 /// What `GET` returns: the id whose run finished last, and that run's generation.
 struct ServerResult: Sendable {
-    let id: String
+    let id: ServerID
     let generation: UInt64
 }
 
@@ -22,7 +22,7 @@ final class ServerShard: Sendable {
     /// Builds the shard's registry and template. Any thread.
     ///
     /// - Throws: the registry's error when the template's options are refused.
-    init(loop: UVLoop, configuration: ServerConfiguration) throws {
+    init(loop: UVLoop, configuration: ServerConfiguration, upstreamLimits: UpstreamLimits) throws {
         self.loop = loop
         registry = TaskRegistry<ServerKey>(loop: loop)
         let debounce = Duration.milliseconds(configuration.debounceMilliseconds)
@@ -39,11 +39,9 @@ final class ServerShard: Sendable {
                 Self.commit(context)
             }
         case .upstream(let host, let port):
+            let limits = upstreamLimits
             work = try TaskTemplate<ServerKey>(debounce: debounce) { key, context in
-                let connection = try await loop.connect(host: host, port: port)
-                defer { connection.close() }
-                try await connection.write(Array("PING\r\n".utf8))
-                _ = try await connection.read()
+                try await limits.ping(host: host, port: port, on: loop)
                 Self.commit(context)
             }
         }
@@ -52,7 +50,7 @@ final class ServerShard: Sendable {
     /// Stores the run's result for `GET`, if the run is still the key's current one. On the
     /// run's loop (where a template's body runs).
     private static func commit(_ context: TaskContext) {
-        let id = context.id(as: String.self)!
+        let id = context.id(as: ServerID.self)!
         context.commit(result: ServerResult(id: id, generation: context.generation))
     }
 

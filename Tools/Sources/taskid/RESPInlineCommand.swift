@@ -1,0 +1,112 @@
+/// Splits an inline command (one line typed into telnet or nc) into its arguments, with Redis's
+/// quoting rules:
+///
+/// - arguments are separated by spaces, tabs, CR, LF, vertical tabs and form feeds;
+/// - in double quotes, `\n`, `\r`, `\t`, `\b`, `\a` and `\xHH` (two hex digits) are escapes and a
+///   backslash before any other character stands for that character;
+/// - in single quotes, only `\'` is an escape;
+/// - a closing quote must be followed by a separator or the end of the line, and an unclosed
+///   quote is an error (`unbalanced quotes in request`), which closes the connection as in Redis.
+///
+/// Self-contained, for the fuzz target. Any thread.
+enum RESPInlineCommand {
+    /// Appends `line`'s arguments to `arguments`: slices of `line` for plain words (no copy),
+    /// new arrays for quoted ones.
+    /// - Throws: `RESPProtocolError("unbalanced quotes in request")`.
+    static func split(_ line: ArraySlice<UInt8>, into arguments: inout [ArraySlice<UInt8>]) throws(RESPProtocolError) {
+        var index = line.startIndex
+        let end = line.endIndex
+        while true {
+            while index < end && isSeparator(line[index]) { index += 1 }
+            if index == end { return }
+            // A word without quotes (the common case) is a slice of the line.
+            let wordStart = index
+            while index < end && !isSeparator(line[index]) && !isQuote(line[index]) { index += 1 }
+            if index == end || isSeparator(line[index]) {
+                arguments.append(line[wordStart..<index])
+                continue
+            }
+            var word = Array(line[wordStart..<index])
+            try quotedWord(line, &index, into: &word)
+            arguments.append(word[...])
+        }
+    }
+
+    /// Reads from a quote at `index` to the end of the word (quotes may recur: `a"b"'c'` is
+    /// `abc`), appending its bytes to `word`; leaves `index` after the word.
+    private static func quotedWord(
+        _ line: ArraySlice<UInt8>, _ index: inout Int, into word: inout [UInt8]
+    ) throws(RESPProtocolError) {
+        let end = line.endIndex
+        let unbalanced = RESPProtocolError(message: "unbalanced quotes in request")
+        while index < end && !isSeparator(line[index]) {
+            let byte = line[index]
+            guard isQuote(byte) else {
+                word.append(byte)
+                index += 1
+                continue
+            }
+            index += 1
+            // Inside the quotes, until the closing one.
+            while true {
+                guard index < end else { throw unbalanced }
+                let inner = line[index]
+                if inner == byte {
+                    index += 1
+                    // As Redis: the closing quote must end the word.
+                    guard index == end || isSeparator(line[index]) else { throw unbalanced }
+                    return
+                }
+                if inner == UInt8(ascii: "\\") && index + 1 < end {
+                    let escaped = line[index + 1]
+                    if byte == UInt8(ascii: "\"") {
+                        if escaped == UInt8(ascii: "x"), index + 3 < end, let high = hexValue(line[index + 2]),
+                            let low = hexValue(line[index + 3])
+                        {
+                            word.append(high << 4 | low)
+                            index += 4
+                            continue
+                        }
+                        word.append(unescaped(escaped))
+                        index += 2
+                        continue
+                    }
+                    if escaped == UInt8(ascii: "'") {  // single quotes: only \' is an escape
+                        word.append(escaped)
+                        index += 2
+                        continue
+                    }
+                }
+                word.append(inner)
+                index += 1
+            }
+        }
+    }
+
+    private static func isSeparator(_ byte: UInt8) -> Bool {
+        // ' ', '\t', '\n', '\v', '\f', '\r': C's isspace, which Redis uses.
+        byte == 0x20 || (0x09...0x0D).contains(byte)
+    }
+
+    private static func isQuote(_ byte: UInt8) -> Bool { byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "'") }
+
+    private static func unescaped(_ byte: UInt8) -> UInt8 {
+        switch byte {
+        case UInt8(ascii: "n"): return 0x0A
+        case UInt8(ascii: "r"): return 0x0D
+        case UInt8(ascii: "t"): return 0x09
+        case UInt8(ascii: "b"): return 0x08
+        case UInt8(ascii: "a"): return 0x07
+        default: return byte
+        }
+    }
+
+    private static func hexValue(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): return byte - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): return byte - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): return byte - UInt8(ascii: "A") + 10
+        default: return nil
+        }
+    }
+}
