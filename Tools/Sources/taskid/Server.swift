@@ -3,6 +3,14 @@ import Synchronization
 import TaskIdentity
 import UVLoop
 
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 /// The RESP2 server in front of a sharded task registry: `SET key id` declares the key's task
 /// with that identity, `GET key` returns the last committed result, and so on (see README).
 ///
@@ -60,7 +68,10 @@ final class RegistryServer: Sendable {
     /// Binds and starts accepting; returns the bound port. Any task.
     /// - Throws: `LoopError` (e.g. `EADDRINUSE`).
     func start() async throws -> Int {
-        try await Task(executorPreference: frontLoop) { () throws -> Int in
+        // A write to a peer that has gone must fail with EPIPE, not kill the process (libuv
+        // writes with write(2), which raises SIGPIPE).
+        signal(SIGPIPE, SIG_IGN)
+        return try await Task(executorPreference: frontLoop) { () throws -> Int in
             let listener = try self.frontLoop.listen(host: self.configuration.host, port: self.configuration.port)
             self.front.value.listener = listener
             self.boundPort.store(listener.localPort, ordering: .releasing)
@@ -120,8 +131,16 @@ final class RegistryServer: Sendable {
             for client in self.front.value.clients.values { client.connection.stopReading() }
             return self.front.value.clients.values.map(\.task)
         }.value
+        let report = await drain(tasks, within: drainTimeout)
+        await finishStopping(tasks)
+        return report
+    }
+
+    /// Waits for the client tasks to deliver what they owe and end, for `drainTimeout` at
+    /// most; then closes the clients still there. Any task.
+    private func drain(_ tasks: [Task<Void, Never>], within drainTimeout: Duration) async -> DrainReport {
         let clock = frontLoop.clock
-        let drained = await withTaskGroup(of: Bool.self) { group in
+        return await withTaskGroup(of: Bool.self) { group in
             group.addTask {
                 for task in tasks { await task.value }
                 return true
@@ -131,14 +150,12 @@ final class RegistryServer: Sendable {
                 do { try await clock.sleep(for: drainTimeout) } catch { return true }
                 return false
             }
-            let first = await group.next() ?? true
+            let drained = await group.next() ?? true
             group.cancelAll()
-            return first
-        }
-        var report = DrainReport(clients: tasks.count)
-        if !drained {
-            // Past the time-out: close who is left; their unsent replies are what was dropped.
-            report = await Task(executorPreference: frontLoop) { () -> DrainReport in
+            guard !drained else { return DrainReport(clients: tasks.count) }
+            // Past the time-out: close who is left (here, before the group waits for its first
+            // child, which waits for them); their unsent replies are what was dropped.
+            return await Task(executorPreference: frontLoop) { () -> DrainReport in
                 var report = DrainReport(clients: tasks.count)
                 for client in self.front.value.clients.values {
                     report.droppedClients += 1
@@ -148,6 +165,10 @@ final class RegistryServer: Sendable {
                 return report
             }.value
         }
+    }
+
+    /// After the drain: every task ended, every registry and loop shut down. Any task; once.
+    private func finishStopping(_ tasks: [Task<Void, Never>]) async {
         for task in tasks { await task.value }
         if let acceptTask = await Task(executorPreference: frontLoop, operation: { self.front.value.acceptTask }).value
         {
@@ -155,11 +176,14 @@ final class RegistryServer: Sendable {
         }
         for shard in shards { await shard.registry.shutdown() }
         await group.shutdown()
-        return report
     }
 
     /// Number of clients connected now. Front loop only.
     var clientCount: Int { front.value.clients.count }
+
+    /// Requests executed so far, by every client; up to date at the end of each turn. Front
+    /// loop only.
+    var commandsProcessed: Int { front.value.commandsProcessed }
 
     // MARK: - One client
 
@@ -198,11 +222,13 @@ final class RegistryServer: Sendable {
                 // before going on, so one client's pipeline delays them by one batch at most.
                 guard keepOpen, sendReplies(&output, to: connection) else { break }
                 gate?.leave()
+                front.value.commandsProcessed &+= executedThisTurn
+                executedThisTurn = 0
                 await yieldToOtherClients()
                 await gate?.enter()
-                executedThisTurn = 0
             }
             gate?.leave()
+            front.value.commandsProcessed &+= executedThisTurn  // once per turn, not per request
             request.removeAll(keepingCapacity: true)  // release the slices before the next feed
             if !keepOpen {
                 // The last replies (QUIT's +OK, a protocol error) must reach the client before
@@ -260,5 +286,7 @@ struct FrontLoopState {
     var acceptTask: Task<Void, Never>?
     var clients: [UInt64: (connection: TCPConnection, task: Task<Void, Never>)] = [:]
     var nextClientID: UInt64 = 1  // as Redis, client ids start at 1
+    /// Requests executed so far, counted per turn (INFO's `total_commands_processed`).
+    var commandsProcessed = 0
     var stopping = false
 }

@@ -15,6 +15,7 @@ extension RegistryServer {
                 "# Server", "taskid_version:\(taskidVersion)", "tcp_port:\(port)", "loops:\(shards.count)",
                 "work:\(configuration.work)", "debounce_ms:\(configuration.debounceMilliseconds)",
                 "", "# Clients", "connected_clients:\(clients)", "maxclients:\(configuration.maxClients)",
+                "", "# Stats", "total_commands_processed:\(commandsProcessed)",
                 "", "# Registry",
             ]
             // The registry's own field list: INFO shows every counter, named as the metrics are.

@@ -23,8 +23,6 @@ struct ServerService: Service {
     /// - Throws: `LoopError` when the loops cannot start or the port cannot be bound (logged;
     ///   the server is shut down first).
     func run() async throws {
-        // A write to a peer that has gone must fail with EPIPE, not kill the server.
-        signal(SIGPIPE, SIG_IGN)
         let server: RegistryServer
         do {
             server = try RegistryServer(configuration: configuration, logger: logger)

@@ -30,7 +30,7 @@ import traceback
 
 import redis
 import redis.asyncio
-from redis.exceptions import ResponseError
+from redis.exceptions import ExecAbortError, ResponseError
 
 
 class CheckFailed(Exception):
@@ -186,6 +186,7 @@ class Suite:
 
     async def keys(self, r):
         k1, k2, missing = self.key("k1"), self.key("k2"), self.key("missing")
+        self.info_before = await value(r.info())  # the counters before this suite's SETs
         expect(await value(r.get(missing)), None, "get(missing) is None")
         if self.taskid:
             expect(await value(r.execute_command("TASK.PHASE", missing)), None, "TASK.PHASE missing is None")
@@ -245,11 +246,20 @@ class Suite:
         clients = info.get("connected_clients")
         require(isinstance(clients, int) and clients >= 1, f"info()['connected_clients'] = {clients!r}")
         if self.taskid:
+            # This suite's SETs so far: k1 alpha, beta, beta again; k2; the binary key; ids \xff
+            # then \xfe. Six runs started, two of them restarts (a new id for a key), and the
+            # server is this check's own: the counters grew by exactly that much.
+            delta = {}
             for field in ("declared", "started", "restarted"):
-                require(isinstance(info.get(field), int), f"info()['{field}'] = {info.get(field)!r}")
-            # This suite's SETs so far: k1 alpha, beta; k2; binary key; ids twice.
-            require(info["declared"] >= 4, f"info()['declared'] = {info['declared']} counts this suite's keys")
-            require(info["restarted"] >= 2, f"info()['restarted'] = {info['restarted']} counts the id changes")
+                before, after = self.info_before.get(field), info.get(field)
+                require(
+                    isinstance(before, int) and isinstance(after, int),
+                    f"info()['{field}'] = {after!r} (before this suite's SETs: {before!r})",
+                )
+                delta[field] = after - before
+            require(delta["declared"] >= 7, f"info()['declared'] grew by {delta['declared']}, at least the 7 SETs")
+            expect(delta["started"], 6, "info()['started'] grew by the 6 runs")
+            expect(delta["restarted"], 2, "info()['restarted'] grew by the 2 id changes")
         else:
             require("redis_version" in info, "info() has redis_version")
         maxclients = await value(r.config_get("maxclients"))
@@ -350,6 +360,36 @@ class Suite:
         await self.wait_finished(r, t, "tx")
         expect(await value(r.get(t)), self.stored(b"two", 2), "EXECABORT: the queued SET did not run")
         expect(await value(r.ping()), True, "ping() after EXECABORT")
+        await self.transaction_by_hand(t)
+
+    async def transaction_by_hand(self, t):
+        """MULTI, EXEC and DISCARD sent one by one on a connection of their own: the replies
+        that redis-py's pipeline reads but does not show (QUEUED, EXECABORT)."""
+        s = self.client(single_connection_client=True)
+        # SET's callback turns its reply into True or False: show the raw reply instead (QUEUED).
+        s.set_response_callback("SET", lambda response, **options: response)
+        try:
+            expect(await value(s.execute_command("MULTI")), b"OK", "MULTI")
+            expect(await value(s.execute_command("SET", t, b"four")), b"QUEUED", "SET while queuing -> QUEUED")
+            await expect_error(lambda: s.execute_command("MULTI"), "nested", "MULTI inside MULTI")
+            await expect_error(lambda: s.execute_command("SET", t), "wrong number of arguments", "SET t while queuing")
+            try:
+                got = await value(s.execute_command("EXEC"))
+            except ExecAbortError as error:
+                require("EXECABORT" in str(error) or "discarded" in str(error), f"EXEC -> ExecAbortError {str(error)!r}")
+            else:
+                raise CheckFailed(f"EXEC after a refused command returned {got!r}, wanted ExecAbortError (EXECABORT)")
+            await expect_error(lambda: s.execute_command("EXEC"), "without MULTI", "EXEC after EXECABORT")
+            expect(await value(s.execute_command("MULTI")), b"OK", "MULTI again")
+            expect(await value(s.execute_command("SET", t, b"five")), b"QUEUED", "SET -> QUEUED")
+            expect(await value(s.execute_command("DISCARD")), b"OK", "DISCARD")
+            await expect_error(lambda: s.execute_command("DISCARD"), "without MULTI", "DISCARD without MULTI")
+            await self.wait_finished(s, t, "tx")
+            expect(await value(s.get(t)), self.stored(b"two", 2), "neither the aborted nor the discarded SET ran")
+            expect(await value(s.execute_command("MULTI")), b"OK", "MULTI, then EXEC of an empty transaction")
+            expect(await value(s.execute_command("EXEC")), [], "EXEC of nothing -> []")
+        finally:
+            await self.close(s)
 
     async def bulk_pipeline(self, r):
         n = 1000

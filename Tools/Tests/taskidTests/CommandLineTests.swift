@@ -16,7 +16,9 @@ struct CommandLineTests {
     @Test func everyOptionReachesTheConfiguration() throws {
         let command = try ServeCommand.parse([
             "--host", "::1", "--port", "0", "--loops", "3", "--debounce-ms", "50", "--work", "task-sleep:7",
-            "--max-clients", "5", "--max-request-bytes", "4096", "--log-level", "debug",
+            "--max-clients", "5", "--max-request-bytes", "4096", "--log-level", "debug", "--max-arguments", "77",
+            "--drain-timeout-ms", "250", "--upstream-connect-timeout-ms", "11", "--upstream-reply-timeout-ms", "12",
+            "--upstream-max-connections", "13",
         ])
         var expected = ServerConfiguration()
         expected.host = "::1"
@@ -25,7 +27,11 @@ struct CommandLineTests {
         expected.debounceMilliseconds = 50
         expected.work = .taskSleep(milliseconds: 7)
         expected.maxClients = 5
-        expected.maxRequestBytes = 4096
+        expected.requestLimits = RESPLimits(maxRequestBytes: 4096, maxArguments: 77)
+        expected.drainTimeoutMilliseconds = 250
+        expected.upstreamConnectTimeoutMilliseconds = 11
+        expected.upstreamReplyTimeoutMilliseconds = 12
+        expected.upstreamMaxConnections = 13
         #expect(command.serverConfiguration == expected)
         #expect(command.logLevel.level == .debug)
     }
@@ -44,6 +50,9 @@ struct CommandLineTests {
         (["--debounce-ms", "-1"], "--debounce-ms"),
         (["--max-clients", "0"], "--max-clients takes an integer in 1...1000000"),
         (["--max-request-bytes", "63"], "--max-request-bytes takes an integer in 64...1073741824"),
+        (["--max-arguments", "0"], "--max-arguments takes an integer in 1...2147483647"),
+        (["--drain-timeout-ms", "3600001"], "--drain-timeout-ms takes an integer in 0...3600000"),
+        (["--upstream-max-connections", "0"], "--upstream-max-connections takes an integer in 1...1000000"),
         (["--work", "nap:5"], "The value 'nap:5' is invalid for '--work <work>'"),
         (["--log-level", "loud"], "The value 'loud' is invalid for '--log-level <log-level>'"),
         (["--bogus", "1"], "Unknown option '--bogus'"),

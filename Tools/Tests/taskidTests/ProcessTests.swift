@@ -63,6 +63,52 @@ struct ProcessTests {
         #expect(await taskid.errorOutput().contains("stopped"))
     }
 
+    /// A free loopback port: bound to 0, read back, released.
+    static func freePort() throws -> Int {
+        let probe = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(probe) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        // sockaddr_in viewed as the sockaddr the C API takes; scoped to the calls.
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(probe, $0, length) == 0 && getsockname(probe, $0, &length) == 0
+            }
+        }
+        try #require(bound)
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    /// Whether a TCP connection to the loopback port succeeds now.
+    static func accepts(port: Int) -> Bool {
+        let probe = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(probe) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = UInt16(port).bigEndian
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        // sockaddr_in viewed as the sockaddr the C API takes; scoped to the call.
+        return withUnsafePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(probe, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+            }
+        }
+    }
+
+    @Test func sigtermTheMomentThePortOpensShutsDownGracefully() async throws {
+        // The signal arrives before the ready line, as soon as a connection succeeds: the
+        // handlers must already be installed when the port opens.
+        for _ in 0..<20 {
+            let port = try Self.freePort()
+            let taskid = try TaskidProcess(["serve", "--port", "\(port)"])
+            while !Self.accepts(port: port) {}
+            taskid.send(SIGTERM)
+            #expect(await taskid.exit() == (.exit, 0), "graceful: exit 0, not killed by the signal")
+        }
+    }
+
     @Test func sigintShutsDownGracefullyToo() async throws {
         let taskid = try TaskidProcess(["serve", "--port", "0"])
         _ = try #require(await taskid.readLine(), "a ready line")

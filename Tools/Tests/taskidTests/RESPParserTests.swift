@@ -45,10 +45,50 @@ struct RESPParserTests {
         ("*1\r\n+OK\r\n", "expected '$', got '+'"),
         ("*1\r\n$-5\r\n", "invalid bulk length"),
         ("*1\r\n$3\r\nabcd\r\n", "bulk string not terminated by CRLF"),
-        ("*99999999\r\n", "invalid multibulk length"),
+        ("*3000000000\r\n", "too many arguments (3000000000; this server takes at most 2147483647)"),
     ])
     func malformedInputIsATypedError(input: String, message: String) {
         #expect(throws: RESPProtocolError(message: message)) { _ = try parseAll(input) }
+    }
+
+    @Test(arguments: [
+        ("SET \"q b\" c\r\n", ["SET", "q b", "c"]),
+        ("ECHO \"a\\tb\\x41\\\"\\\\\"\n", ["ECHO", "a\tbA\"\\"]),
+        ("ECHO 'it\\'s' 'a\\nb'\n", ["ECHO", "it's", "a\\nb"]),
+        ("SET a\"b c\" d\r\n", ["SET", "ab c", "d"]),
+        ("SET \"\" ''\n", ["SET", "", ""]),
+        ("  PING  \t\r\n", ["PING"]),
+    ])
+    func inlineQuotingFollowsRedis(input: String, expected: [String]) throws {
+        #expect(try parseAll(input) == [expected])
+    }
+
+    @Test(arguments: ["SET \"a\r\n", "SET 'a\r\n", "SET \"a\"b\r\n", "SET 'a'b\n"])
+    func unbalancedQuotesAreAProtocolError(input: String) {
+        #expect(throws: RESPProtocolError(message: "unbalanced quotes in request")) { _ = try parseAll(input) }
+    }
+
+    @Test func inlineCommandsMayEndInLFAlone() throws {
+        #expect(try parseAll("PING\nSET a b\n\nGET a\r\n", chunk: 3) == [["PING"], ["SET", "a", "b"], ["GET", "a"]])
+    }
+
+    @Test func aRequestOfManyArgumentsIsParsedOnceAcrossReads() throws {
+        // 200,000 arguments in 64 KiB reads: resumed where each read stopped, not re-parsed.
+        var text = "*200001\r\n$3\r\nDEL\r\n"
+        for index in 0..<200_000 { text += "$\(String(index).count)\r\n\(index)\r\n" }
+        text += "*1\r\n$4\r\nPING\r\n"
+        let requests = try parseAll(text, chunk: 65_536)
+        #expect(requests.count == 2)
+        #expect(requests[0].count == 200_001)
+        #expect(requests[0].last == "199999")
+        #expect(requests[1] == ["PING"])
+    }
+
+    @Test func theArgumentLimitHoldsForArraysAndInlineCommands() throws {
+        let limits = RESPLimits(maxArguments: 2)
+        #expect(throws: RESPProtocolError.self) { _ = try parseAll("*3\r\n", limits: limits) }
+        #expect(throws: RESPProtocolError.self) { _ = try parseAll("a b c\r\n", limits: limits) }
+        #expect(try parseAll("*2\r\n$1\r\na\r\n$1\r\nb\r\na b\n", limits: limits) == [["a", "b"], ["a", "b"]])
     }
 
     @Test func oversizedRequestsAreRefusedBeforeTheyAreBuffered() {

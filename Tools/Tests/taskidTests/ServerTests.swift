@@ -26,7 +26,34 @@ final class TestClient: @unchecked Sendable {
 
     /// Sends raw bytes.
     func send(_ text: String) async throws {
-        try await Task(executorPreference: loop) { try await self.connection!.write(Array(text.utf8)) }.value
+        try await send(bytes: Array(text.utf8))
+    }
+
+    /// Sends raw bytes.
+    func send(bytes: [UInt8]) async throws {
+        try await Task(executorPreference: loop) { try await self.connection!.write(bytes) }.value
+    }
+
+    /// Sends one request as an array of bulk strings (any bytes).
+    func send(command arguments: [UInt8]...) async throws {
+        var bytes = Array("*\(arguments.count)\r\n".utf8)
+        for argument in arguments {
+            bytes += Array("$\(argument.count)\r\n".utf8) + argument + [13, 10]
+        }
+        try await send(bytes: bytes)
+    }
+
+    /// Reads until `count` raw bytes are buffered; returns them (byte-exact checks).
+    func rawBytes(_ count: Int) async throws -> [UInt8] {
+        try await Task(executorPreference: loop) { () throws -> [UInt8] in
+            while self.received.count < count {
+                guard let chunk = try await self.connection!.read() else { break }
+                self.received.append(contentsOf: chunk)
+            }
+            let taken = Array(self.received.prefix(count))
+            self.received.removeFirst(taken.count)
+            return taken
+        }.value
     }
 
     /// Reads until `count` complete replies are buffered (or the server closes); returns them.
@@ -79,6 +106,22 @@ final class TestClient: @unchecked Sendable {
             if length < 0 { return ("nil", next) }
             guard next + length + 2 <= bytes.count else { return nil }
             return ("\"" + String(decoding: bytes[next..<(next + length)], as: UTF8.self) + "\"", next + length + 2)
+        case UInt8(ascii: "_"): return ("nil", next)
+        case UInt8(ascii: "="):  // RESP3 verbatim string: shown as its text after the format
+            guard let length = Int(line), next + length + 2 <= bytes.count else { return nil }
+            return ("=" + String(decoding: bytes[(next + 4)..<(next + length)], as: UTF8.self), next + length + 2)
+        case UInt8(ascii: "%"):  // RESP3 map: {key: value, …}
+            guard let count = Int(line) else { return nil }
+            var pairs: [String] = []
+            var index = next
+            for _ in 0..<max(count, 0) {
+                guard let (key, afterKey) = parseReply(bytes, from: index),
+                    let (value, afterValue) = parseReply(bytes, from: afterKey)
+                else { return nil }
+                pairs.append("\(key): \(value)")
+                index = afterValue
+            }
+            return ("{" + pairs.joined(separator: ", ") + "}", index)
         case UInt8(ascii: "*"):
             guard let count = Int(line) else { return nil }
             var items: [String] = []
@@ -181,7 +224,7 @@ struct ServerTests {
     }
 
     @Test func badInputGetsAnErrorAndOtherClientsGoOn() async throws {
-        try await withServer({ $0.maxRequestBytes = 1024 }) { server, clientLoop in
+        try await withServer({ $0.requestLimits.maxRequestBytes = 1024 }) { server, clientLoop in
             let bystander = TestClient(loop: clientLoop, port: server.port)
             try await bystander.connect()
 
@@ -190,7 +233,7 @@ struct ServerTests {
             try await unknown.send("FLY me to\r\nSET onlykey\r\nPING\r\n")
             #expect(
                 try await unknown.replies(3) == [
-                    "-ERR unknown command 'fly', with args beginning with: 'me' 'to'",
+                    "-ERR unknown command 'FLY', with args beginning with: 'me' 'to' ",
                     "-ERR wrong number of arguments for 'set' command", "+PONG",
                 ])
 
