@@ -48,7 +48,8 @@ struct ServerService: Service {
         // Returns on graceful shutdown; throws CancellationError when the group cancels us.
         // Either way the server stops the same way.
         try? await gracefulShutdown()
-        logger.info("shutting down: draining \(configuration.drainTimeoutMilliseconds) ms at most")
+        logger.info(
+            "shutting down: delivering the replies owed, for \(configuration.drainTimeoutMilliseconds) ms at most")
         let report = await server.stop()
         guard report.isComplete else {
             logger.error(

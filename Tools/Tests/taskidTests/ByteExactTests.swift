@@ -101,5 +101,19 @@ struct ByteExactTests {
         // An `any Hashable` keeps up to three words inline; a larger id would cost a heap box
         // per SET.
         #expect(MemoryLayout<ServerID>.size <= 3 * MemoryLayout<Int>.size)
+        // Nor would a larger stored result: every commit would box it.
+        #expect(MemoryLayout<ServerResult>.size <= 3 * MemoryLayout<Int>.size)
+    }
+
+    @Test(arguments: [0, 1, 255, 256, 65_535, 65_536, 1 << 24, (1 << 40) + 12_345, ServerResult.maxGeneration])
+    func aStoredResultKeepsItsGeneration(generation: UInt64) {
+        let id = ServerID(Array("id".utf8))
+        #expect(ServerResult(id: id, generation: generation).generation == generation)
+        #expect(ServerResult(id: id, generation: generation).id == id)
+    }
+
+    @Test func aGenerationPast56BitsIsStoredAsTheLargest() {
+        let result = ServerResult(id: ServerID(Array("id".utf8)), generation: .max)
+        #expect(result.generation == ServerResult.maxGeneration)
     }
 }
