@@ -105,7 +105,9 @@ struct ByteExactTests {
         #expect(MemoryLayout<ServerResult>.size <= 3 * MemoryLayout<Int>.size)
     }
 
-    @Test(arguments: [0, 1, 255, 256, 65_535, 65_536, 1 << 24, (1 << 40) + 12_345, ServerResult.maxGeneration])
+    @Test(
+        arguments: [0, 1, 255, 256, 65_535, 65_536, 1 << 24, (1 << 40) + 12_345, ServerResult.maxGeneration] as [UInt64]
+    )
     func aStoredResultKeepsItsGeneration(generation: UInt64) {
         let id = ServerID(Array("id".utf8))
         #expect(ServerResult(id: id, generation: generation).generation == generation)
