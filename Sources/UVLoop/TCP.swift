@@ -91,11 +91,12 @@ public final class TCPConnection: @unchecked Sendable {
     /// Bytes queued for writing that the socket has not taken yet. Loop thread only.
     public var queuedWriteBytes: Int { socket.queuedWriteBytes }
 
-    /// Waits until every byte written or sent before this call has been handed to the kernel.
-    /// Returns at once when nothing is queued.
+    /// Waits until no write is queued: every byte written or sent so far has been handed to the
+    /// kernel (writes queued meanwhile are waited for too). Returns at once when nothing is
+    /// queued. Handed to the kernel is not yet received: see `finishWriting()`.
     ///
     /// - Throws: `CancellationError` if the task is cancelled (the connection is closed);
-    ///   `LoopError` when the connection closes first or a queued write fails.
+    ///   `LoopError` when the connection closes first or the last queued write fails.
     /// - Note: Loop thread only.
     public func flush() async throws {
         try await socket.flush()
@@ -106,6 +107,21 @@ public final class TCPConnection: @unchecked Sendable {
     /// server stopping gracefully can still deliver the replies it owes. Idempotent.
     /// Loop thread only.
     public func stopReading() { socket.stopReading() }
+
+    /// Ends the stream gracefully, so that the peer receives every byte written: sends the end
+    /// of the stream (FIN) after the queued writes, then reads and discards what the peer
+    /// still sends until it closes its side, or sends nothing for `quietPeriod` (an idle peer
+    /// may not look at the connection until it next uses it). Closing with unread bytes would
+    /// make the kernel reset the connection, and the peer could lose replies in flight. Close
+    /// the connection afterwards; bound the wait by cancelling the task.
+    ///
+    /// - Throws: `CancellationError` if the task is cancelled (the connection is closed);
+    ///   `LoopError` for a libuv error or a closed connection.
+    /// - Note: Loop thread only; call it once, with no read pending.
+    public func finishWriting(quietPeriod: Duration = .milliseconds(100)) async throws {
+        try await socket.shutdownWriting()
+        try await socket.discardUntilEnd(quietPeriod: quietPeriod)
+    }
 
     /// Whether the connection is still open. Loop thread only.
     public var isOpen: Bool { socket.isOpen }
@@ -207,6 +223,10 @@ final class TCPSocket: @unchecked Sendable {
     private var pendingRead: Int?
     /// The end of the stream (`UV_EOF`) or a read error, once seen.
     private var endOfStream: Int?
+    /// `stopReading()` set `endOfStream`, not the peer: `discardUntilEnd()` may read again.
+    private var readingStoppedByCaller = false
+    /// Waiting for `uv_shutdown`'s callback.
+    private var shutdownWaiter: UnsafeContinuation<Void, any Error>?
     // libuv owns the request until its callback; freed there.
     private var connectRequest: UnsafeMutablePointer<uv_connect_t>?
     private var connectWaiter: UnsafeContinuation<Void, any Error>?
@@ -513,12 +533,76 @@ final class TCPSocket: @unchecked Sendable {
         }
     }
 
+    /// Sends FIN once the queued writes are done (`uv_shutdown`) and waits for libuv's callback.
+    func shutdownWriting() async throws {
+        try await withCancellation { (continuation: UnsafeContinuation<Void, any Error>) in
+            guard self.isOpen else { return continuation.resume(throwing: self.closedError("shutdown")) }
+            // libuv owns the request until its callback, which frees it (ECANCELED on close).
+            let request = UnsafeMutablePointer<uv_shutdown_t>.allocate(capacity: 1)
+            // Unretained: the callback comes before the handle's close completes, and the
+            // socket outlives its handle.
+            request.pointee.data = Unmanaged.passUnretained(self).toOpaque()
+            let result = uv_shutdown(request, self.stream, tcpShutdownCallback)
+            if result < 0 {
+                request.deallocate()
+                continuation.resume(throwing: LoopError(.libuv(result), operation: "uv_shutdown"))
+                return
+            }
+            self.shutdownWaiter = continuation
+        }
+    }
+
+    fileprivate func shutDown(status: Int32) {
+        guard let waiter = shutdownWaiter.take() else { return }
+        if status == 0 {
+            waiter.resume()
+        } else if status == UV_ECANCELED.rawValue || !isOpen {
+            waiter.resume(throwing: closedError("shutdown"))
+        } else {
+            waiter.resume(throwing: LoopError(.libuv(status), operation: "shutdown"))
+        }
+    }
+
+    /// Reads and throws away what arrives until the peer ends the stream (after `stopReading`
+    /// too), or until it has sent nothing for `quietPeriod`: an idle peer may not notice the
+    /// FIN until it next sends, and with nothing unread, closing sends no reset.
+    func discardUntilEnd(quietPeriod: Duration) async throws {
+        if readingStoppedByCaller {
+            readingStoppedByCaller = false
+            endOfStream = nil
+        }
+        while true {
+            if pendingRead == nil && unreadBytesInKernel() == 0 {
+                if reading {
+                    uv_read_stop(stream)  // let the kernel count what arrives while we wait
+                    reading = false
+                }
+                try await loop.clock.sleep(for: quietPeriod)
+                guard isOpen else { throw closedError("read") }
+                if unreadBytesInKernel() == 0 { return }
+            }
+            guard try await readCount() > 0 else { return }
+            bufferBusy = false  // discarded
+        }
+    }
+
+    /// Bytes received by the kernel and not read yet (`FIONREAD`); 0 when it cannot tell.
+    private func unreadBytesInKernel() -> Int {
+        var descriptor = uv_os_fd_t()
+        // uv_tcp_t is a uv_handle_t (libuv's layout); the C shim does the cast.
+        guard uv_fileno(clibuv_tcp_as_handle(handle), &descriptor) == 0 else { return 0 }
+        var count: Int32 = 0
+        guard ioctl(descriptor, UInt(FIONREAD), &count) == 0 else { return 0 }
+        return Int(count)
+    }
+
     /// Ends reading for good without closing: the pending read, if any, sees the end of the stream.
     func stopReading() {
         guard isOpen, endOfStream == nil else { return }
         if reading { uv_read_stop(stream) }
         reading = false
         endOfStream = Int(UV_EOF.rawValue)
+        readingStoppedByCaller = true
         if pendingRead != nil {  // a chunk no read has taken yet: not read, like what follows it
             pendingRead = nil
             bufferBusy = false
@@ -632,6 +716,13 @@ private let tcpWriteCallback: uv_write_cb = { request, status in
     // The socket keeps the write in `writes` until this callback.
     let write = Unmanaged<TCPWrite>.fromOpaque(request!.pointee.data).takeUnretainedValue()
     write.socket.written(write, status: status)
+}
+
+private let tcpShutdownCallback: uv_shutdown_cb = { request, status in
+    // The request was allocated by shutdownWriting(); its socket is alive until this callback.
+    let owner = Unmanaged<TCPSocket>.fromOpaque(request!.pointee.data).takeUnretainedValue()
+    request!.deallocate()
+    owner.shutDown(status: status)
 }
 
 private let tcpClosedCallback: uv_close_cb = { handle in

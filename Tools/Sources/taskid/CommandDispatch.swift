@@ -6,7 +6,7 @@ import UVLoop
 extension RegistryServer {
     /// Executes `request` if it is `SET key id` and returns true; returns false for anything
     /// else. SET is the hot path (every identity change): no case conversion, no decoding, and
-    /// synchronous.
+    /// synchronous. Front loop only.
     @inline(__always)
     func executeSET(_ request: [ArraySlice<UInt8>], into out: inout [UInt8]) -> Bool {
         guard request.count == 3, Self.isSET(request[0]) else { return false }
@@ -51,6 +51,7 @@ extension RegistryServer {
     }
 
     /// `EXEC`: runs the queued commands back to back and answers an array of their replies.
+    /// Front loop only.
     /// No other client's command runs between them: with one loop nothing they do suspends,
     /// so they run in one turn of the loop; with more, `gate` holds the other clients off.
     private func exec(session: inout ClientSession, into out: inout [UInt8]) async {
@@ -77,6 +78,7 @@ extension RegistryServer {
     }
 
     /// Runs one command (never inside `MULTI`'s queuing); false when the connection must close.
+    /// Front loop only.
     private func run(
         _ request: [ArraySlice<UInt8>], name: String, session: inout ClientSession, into out: inout [UInt8]
     ) async -> Bool {
@@ -185,13 +187,17 @@ extension RegistryServer {
     }
 
     /// Why `request` cannot run (an unknown command, or the wrong number of arguments), as
-    /// Redis words it; nil when it can.
+    /// Redis words it; nil when it can. Any thread.
     static func refusal(of request: [ArraySlice<UInt8>], name: String) -> String? {
         guard let arity = commandArity[name] else {
-            // Redis quotes the name as sent and each argument followed by a space.
-            let shown = request.dropFirst().prefix(3).map { "'\(String(decoding: $0.prefix(128), as: UTF8.self))' " }
+            // As Redis: the name as sent, then arguments each quoted and followed by a space,
+            // while fewer than 128 bytes of them are shown.
+            var shown: [UInt8] = []
+            for argument in request.dropFirst() where shown.count < 128 {
+                shown += [UInt8(ascii: "'")] + argument.prefix(128 - shown.count) + Array("' ".utf8)
+            }
             return "ERR unknown command '\(String(decoding: request[0].prefix(128), as: UTF8.self))', "
-                + "with args beginning with: \(shown.joined())"
+                + "with args beginning with: \(String(decoding: shown, as: UTF8.self))"
         }
         let count = request.count
         let fits = arity >= 0 ? count == arity : count >= -arity
@@ -203,7 +209,7 @@ extension RegistryServer {
     }
 
     /// Each command's argument count, the name included, in Redis's notation: n exactly n,
-    /// -n at least n.
+    /// -n at least n. Any thread.
     static let commandArity: [String: Int] = [
         "PING": -1, "ECHO": 2, "QUIT": -1, "SET": -3, "GET": 2, "DEL": -2, "EXISTS": -2, "DBSIZE": 1,
         "TASK.PHASE": 2, "INFO": -1, "COMMAND": -1, "CONFIG": -2, "CLIENT": -2, "SELECT": 2, "HELLO": -1,
@@ -211,6 +217,7 @@ extension RegistryServer {
     ]
 
     /// A command or option name in upper case (names are ASCII; other bytes never match one).
+    /// Any thread.
     static func commandName(_ bytes: ArraySlice<UInt8>) -> String {
         String(decoding: bytes.lazy.map { (0x61...0x7A).contains($0) ? $0 - 0x20 : $0 }, as: UTF8.self)
     }

@@ -24,7 +24,7 @@ extension RegistryServer {
                     index += 3
                 } else if option == "SETNAME" && remaining >= 1 {
                     guard let valid = Self.validClientName(arguments[index + 1], into: &out) else { return }
-                    name = valid
+                    name = valid.isEmpty ? nil : valid  // an empty name clears it, as CLIENT SETNAME ""
                     index += 2
                 } else {
                     let shown = String(decoding: arguments[index].prefix(128), as: UTF8.self)

@@ -1,7 +1,8 @@
 /// Splits an inline command (one line typed into telnet or nc) into its arguments, with Redis's
 /// quoting rules:
 ///
-/// - arguments are separated by spaces, tabs, CR, LF, vertical tabs and form feeds;
+/// - a word ends at a space, tab, CR or LF; vertical tabs and form feeds are skipped between
+///   words only; a NUL byte ends the line;
 /// - in double quotes, `\n`, `\r`, `\t`, `\b`, `\a` and `\xHH` (two hex digits) are escapes and a
 ///   backslash before any other character stands for that character;
 /// - in single quotes, only `\'` is an escape;
@@ -14,6 +15,8 @@ enum RESPInlineCommand {
     /// new arrays for quoted ones.
     /// - Throws: `RESPProtocolError("unbalanced quotes in request")`.
     static func split(_ line: ArraySlice<UInt8>, into arguments: inout [ArraySlice<UInt8>]) throws(RESPProtocolError) {
+        // As Redis, which splits a C string: what follows a NUL is not read.
+        let line = line.firstIndex(of: 0).map { line[..<$0] } ?? line
         var index = line.startIndex
         let end = line.endIndex
         while true {
@@ -21,8 +24,8 @@ enum RESPInlineCommand {
             if index == end { return }
             // A word without quotes (the common case) is a slice of the line.
             let wordStart = index
-            while index < end && !isSeparator(line[index]) && !isQuote(line[index]) { index += 1 }
-            if index == end || isSeparator(line[index]) {
+            while index < end && !endsWord(line[index]) && !isQuote(line[index]) { index += 1 }
+            if index == end || endsWord(line[index]) {
                 arguments.append(line[wordStart..<index])
                 continue
             }
@@ -32,14 +35,15 @@ enum RESPInlineCommand {
         }
     }
 
-    /// Reads from a quote at `index` to the end of the word (quotes may recur: `a"b"'c'` is
-    /// `abc`), appending its bytes to `word`; leaves `index` after the word.
+    /// Reads from a quote at `index` to the end of the word, appending its bytes to `word`;
+    /// leaves `index` after the word. A quote may open after plain bytes (`a"b c"` is `ab c`);
+    /// the closing quote must end the word (`"a"b` is unbalanced).
     private static func quotedWord(
         _ line: ArraySlice<UInt8>, _ index: inout Int, into word: inout [UInt8]
     ) throws(RESPProtocolError) {
         let end = line.endIndex
         let unbalanced = RESPProtocolError(message: "unbalanced quotes in request")
-        while index < end && !isSeparator(line[index]) {
+        while index < end && !endsWord(line[index]) {
             let byte = line[index]
             guard isQuote(byte) else {
                 word.append(byte)
@@ -83,9 +87,14 @@ enum RESPInlineCommand {
         }
     }
 
+    /// Skipped between words, and required after a closing quote: C's `isspace`, as Redis.
     private static func isSeparator(_ byte: UInt8) -> Bool {
-        // ' ', '\t', '\n', '\v', '\f', '\r': C's isspace, which Redis uses.
         byte == 0x20 || (0x09...0x0D).contains(byte)
+    }
+
+    /// Ends an unquoted word: space, tab, CR, LF (not `\v` or `\f`), as Redis.
+    private static func endsWord(_ byte: UInt8) -> Bool {
+        byte == 0x20 || byte == 0x09 || byte == 0x0A || byte == 0x0D
     }
 
     private static func isQuote(_ byte: UInt8) -> Bool { byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "'") }

@@ -3,7 +3,8 @@
 // telnet or nc). Self-contained, with RESPInlineCommand.swift, so that the fuzz target compiles
 // them on their own.
 
-/// Limits that keep one client from making the server allocate without bound.
+/// Limits that keep one client from making the server allocate without bound. A value type;
+/// any thread.
 struct RESPLimits: Sendable, Equatable {
     /// The default of `maxRequestBytes`: 512 MiB, Redis's largest bulk string
     /// (`proto-max-bulk-len`). Memory is taken as bytes arrive, never ahead of them.
@@ -27,17 +28,22 @@ struct RESPProtocolError: Error, Equatable, CustomStringConvertible {
     var description: String { "Protocol error: \(message)" }
 }
 
-/// An incremental parser: feed it bytes as they arrive, take complete requests out.
+/// An incremental parser: feed it bytes as they arrive, take complete requests out. A value
+/// type, used by one connection's task (on the front loop in the server).
 ///
 /// Requests are returned in order; a request split across reads is completed by later feeds,
 /// resuming where the last feed stopped (a request of a million arguments arriving in 64 KiB
 /// reads is parsed once, not once per read). Memory is bounded by `RESPLimits.maxRequestBytes`
-/// plus one read. Arguments are slices of the parser's buffer, not copies: empty the arguments
+/// plus one read, plus 32 bytes per argument of the request being parsed (48 while it is
+/// incomplete). Arguments are slices of the parser's buffer, not copies: empty the arguments
 /// array before the next `feed`, or feeding copies the whole buffer.
 struct RESPParser {
     private var buffer: [UInt8] = []
     /// Where the request being parsed starts.
     private var position = 0
+    /// How many bytes after `position` an incomplete inline line has been searched for LF
+    /// already (so a long line arriving byte by byte is scanned once).
+    private var inlineScanned = 0
     /// An array request cut short by the end of the buffer: what was parsed of it, kept as
     /// offsets from `position` (which compaction leaves valid) so the next call resumes there.
     private var partial: PartialArray?
@@ -90,7 +96,8 @@ struct RESPParser {
                 }
             }
             // An inline command ends at LF, with or without CR before it (as Redis).
-            guard let newline = buffer[position...].firstIndex(of: UInt8(ascii: "\n")) else {
+            guard let newline = buffer[(position + inlineScanned)...].firstIndex(of: UInt8(ascii: "\n")) else {
+                inlineScanned = pendingBytes
                 if pendingBytes > RESPLimits.maxInlineBytes {
                     throw RESPProtocolError(message: "too big inline request")
                 }
@@ -101,6 +108,7 @@ struct RESPParser {
             }
             let line = buffer[position..<newline]
             position = newline + 1
+            inlineScanned = 0
             try RESPInlineCommand.split(line, into: &arguments)
             if arguments.isEmpty { continue }  // empty lines are skipped, as Redis does
             guard arguments.count <= limits.maxArguments else { throw tooManyArguments(arguments.count) }

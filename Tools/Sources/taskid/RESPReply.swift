@@ -1,4 +1,5 @@
-/// The reply protocol a connection speaks: RESP2 until the client says `HELLO 3`.
+/// The reply protocol a connection speaks: RESP2 until the client says `HELLO 3`. A value
+/// type; any thread.
 enum RESPVersion: Int, Sendable {
     case resp2 = 2
     case resp3 = 3

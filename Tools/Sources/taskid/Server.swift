@@ -21,7 +21,8 @@ final class RegistryServer: Sendable {
     let configuration: ServerConfiguration
     let group: UVLoopGroup
     let shards: [ServerShard]
-    /// The time-outs and connection cap of `--work upstream:` runs, shared by the shards.
+    /// The time-outs and connection cap of `--work upstream:` runs, shared by the shards. Any
+    /// thread.
     let upstreamLimits: UpstreamLimits
     /// Where the server reports what it survives and its start and stop.
     let logger: Logger
@@ -34,6 +35,7 @@ final class RegistryServer: Sendable {
     private let boundPort = Atomic<Int>(0)
     /// Keeps other clients' commands out of a running `EXEC` when commands can suspend (reads
     /// on another loop's shard); nil with one loop, where nothing a command does suspends.
+    /// Any thread may read it; it is used on the front loop only.
     let gate: TransactionGate?
 
     /// Creates the loops and the shards; listens only at `start`.
@@ -96,6 +98,11 @@ final class RegistryServer: Sendable {
                 try? await frontLoop.clock.sleep(for: .milliseconds(10))
                 continue
             }
+            // Accepted just as the stop began: the drain does not know it, so it is not served.
+            if front.value.stopping {
+                connection.close()
+                return
+            }
             if front.value.clients.count >= configuration.maxClients {
                 var reply: [UInt8] = []
                 RESPReply.error("ERR max number of clients reached", into: &reply)
@@ -112,7 +119,7 @@ final class RegistryServer: Sendable {
                 connection.close()
                 self.front.value.clients[id] = nil
             }
-            front.value.clients[id] = (connection, task)
+            front.value.clients[id] = ClientEntry(connection: connection, task: task)
         }
     }
 
@@ -146,20 +153,27 @@ final class RegistryServer: Sendable {
                 return true
             }
             group.addTask {
-                // Cancelled as soon as every client is done; a loop already shut down ends it too.
-                do { try await clock.sleep(for: drainTimeout) } catch { return true }
+                // Cancelled as soon as every client is done. Cancelled with the stop itself, or
+                // the loop gone: the time-out is over all the same (the clients left are closed).
+                try? await clock.sleep(for: drainTimeout)
                 return false
             }
             let drained = await group.next() ?? true
             group.cancelAll()
-            guard !drained else { return DrainReport(clients: tasks.count) }
+            let droppedEarlier = await Task(executorPreference: frontLoop) { self.front.value.droppedWhileDraining }
+                .value
+            guard !drained else { return droppedEarlier.adding(clients: tasks.count) }
             // Past the time-out: close who is left (here, before the group waits for its first
             // child, which waits for them); their unsent replies are what was dropped.
             return await Task(executorPreference: frontLoop) { () -> DrainReport in
-                var report = DrainReport(clients: tasks.count)
+                var report = self.front.value.droppedWhileDraining.adding(clients: tasks.count)
                 for client in self.front.value.clients.values {
-                    report.droppedClients += 1
-                    report.droppedBytes += client.connection.queuedWriteBytes
+                    // A client whose replies are all in the kernel, waiting only for the peer to
+                    // close its side, has been given everything it is owed.
+                    if !client.repliesHandedOver {
+                        report.droppedClients += 1
+                        report.droppedBytes += client.connection.queuedWriteBytes
+                    }
                     client.task.cancel()
                 }
                 return report
@@ -194,7 +208,7 @@ final class RegistryServer: Sendable {
         var session = ClientSession(id: id)
         var request: [ArraySlice<UInt8>] = []
         var output: [UInt8] = []
-        reading: while true {
+        while true {
             // The parser copies the bytes straight from the socket's buffer.
             do { guard try await connection.read({ parser.feed($0) }) != nil else { break } } catch { return }
             await gate?.enter()
@@ -236,13 +250,32 @@ final class RegistryServer: Sendable {
                 try? await connection.write(output)
                 return
             }
-            guard sendReplies(&output, to: connection) else { return }
+            guard sendReplies(&output, to: connection) else {
+                noteDroppedWhileDraining(connection)
+                return
+            }
         }
-        // Stopping (or the client closed its side): deliver what is owed, then close.
-        try? await connection.flush()
+        // The client ended its side: closed at once, as Redis does. Stopping: deliver what is
+        // owed (into the kernel, then FIN and wait for the client to close, so that closing does
+        // not reset the connection with replies in flight), then close.
+        guard front.value.stopping else { return }
+        do { try await connection.flush() } catch {
+            noteDroppedWhileDraining(connection)
+            return
+        }
+        front.value.clients[id]?.repliesHandedOver = true
+        try? await connection.finishWriting()
     }
 
-    /// Sends the replies gathered so far; false when the connection must be dropped.
+    /// A client closed during the drain with replies unsent (past the output cap): reported.
+    private func noteDroppedWhileDraining(_ connection: TCPConnection) {
+        guard front.value.stopping else { return }
+        front.value.droppedWhileDraining.droppedClients += 1
+        front.value.droppedWhileDraining.droppedBytes += connection.queuedWriteBytes
+    }
+
+    /// Sends the replies gathered so far; false when the connection must be dropped. Front
+    /// loop only.
     private func sendReplies(_ output: inout [UInt8], to connection: TCPConnection) -> Bool {
         if !output.isEmpty {
             // Replies to a pipelined batch leave together, in order.
@@ -254,17 +287,27 @@ final class RegistryServer: Sendable {
     }
 
     /// Requests one client may run before the others get a turn: enough that a pipelined SET
-    /// burst (redis-benchmark -P 16 and far beyond) never pauses.
+    /// burst (redis-benchmark -P 16 and far beyond) never pauses. Any thread.
     static let requestsPerTurn = 1024
-    /// Reply bytes one client may gather before the others get a turn (a burst of INFO).
+    /// Reply bytes one client may gather before the others get a turn (a burst of INFO). Any
+    /// thread.
     static let replyBytesPerTurn = 64 * 1024
 
     /// Suspends until the loop has polled for I/O once: a zero-length sleep fires in the next
     /// turn's timer phase, after the poll that reads the other clients' requests. (A plain
     /// `Task.yield()` would run again before that poll: the loop runs its queued jobs first.)
+    /// Front loop only.
     private func yieldToOtherClients() async {
         try? await frontLoop.clock.sleep(for: .zero)
     }
+}
+
+/// One connected client, as the front loop tracks it. Front loop only.
+struct ClientEntry {
+    let connection: TCPConnection
+    let task: Task<Void, Never>
+    /// Stopping: every reply it is owed is in the kernel; only the peer's close is awaited.
+    var repliesHandedOver = false
 }
 
 /// What a graceful stop delivered and what it dropped. A value type; any thread.
@@ -278,13 +321,22 @@ struct DrainReport: Sendable, Equatable {
 
     /// Whether every reply owed was delivered.
     var isComplete: Bool { droppedClients == 0 }
+
+    /// This report's drops, for a stop that began with `clients` clients.
+    func adding(clients: Int) -> DrainReport {
+        var report = self
+        report.clients = clients
+        return report
+    }
 }
 
 /// `RegistryServer`'s mutable state. Front loop only (kept in a `LoopBound`).
 struct FrontLoopState {
     var listener: TCPListener?
     var acceptTask: Task<Void, Never>?
-    var clients: [UInt64: (connection: TCPConnection, task: Task<Void, Never>)] = [:]
+    var clients: [UInt64: ClientEntry] = [:]
+    /// Clients the drain closed before its time-out with replies unsent.
+    var droppedWhileDraining = DrainReport(clients: 0)
     var nextClientID: UInt64 = 1  // as Redis, client ids start at 1
     /// Requests executed so far, counted per turn (INFO's `total_commands_processed`).
     var commandsProcessed = 0

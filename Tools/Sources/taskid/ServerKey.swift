@@ -44,8 +44,8 @@ struct ServerKey: Hashable, Sendable, CustomStringConvertible {
     var description: String { String(decoding: bytes, as: UTF8.self) }
 }
 
-/// A SET's id as the server stores it: its exact bytes, like `ServerKey`. Up to 16 bytes are
-/// kept inline; the whole value is 17 bytes, so the registry's `any Hashable` identity holds it
+/// A SET's id as the server stores it: its exact bytes, like `ServerKey`. Up to 15 bytes are
+/// kept inline (the 16th holds the count); the whole value is 17 bytes, so the registry's `any Hashable` identity holds it
 /// without a heap box (an existential keeps up to 24 bytes inline), as it did the small
 /// `String`s ids were before. A value type; any thread.
 struct ServerID: Hashable, Sendable, CustomStringConvertible {
@@ -91,7 +91,7 @@ struct ServerID: Hashable, Sendable, CustomStringConvertible {
     var description: String { String(decoding: bytes, as: UTF8.self) }
 }
 
-/// Copies bytes into the zeroed words of an inline key or id.
+/// Copies bytes into the zeroed words of an inline key or id. Any thread.
 enum InlineBytes {
     @inline(__always)
     static func pack<Bytes: Collection>(_ bytes: Bytes, into raw: UnsafeMutableRawBufferPointer)

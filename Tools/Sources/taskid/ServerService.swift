@@ -21,7 +21,8 @@ struct ServerService: Service {
     /// The group installs its signal handlers before it calls `run`, so the port opens only once
     /// a SIGTERM would shut down gracefully rather than kill the process.
     /// - Throws: `LoopError` when the loops cannot start or the port cannot be bound (logged;
-    ///   the server is shut down first).
+    ///   the server is shut down first); the `DrainReport` of a stop whose drain timed out with
+    ///   replies undelivered (logged), so that `taskid serve` exits 1.
     func run() async throws {
         let server: RegistryServer
         do {

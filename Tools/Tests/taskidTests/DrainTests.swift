@@ -28,9 +28,12 @@ struct DrainTests {
         try await reader.connect()
         try await observer.connect()
         // The reader pipelines its SETs and reads nothing until the stop has begun.
-        let count = 200_000
+        let count = 100_000
         var requests = ""
-        for index in 0..<count { requests += "SET k\(index) v\r\n" }
+        for index in 0..<count {
+            let key = "k\(index)"
+            requests += "*3\r\n$3\r\nSET\r\n$\(key.utf8.count)\r\n\(key)\r\n$1\r\nv\r\n"
+        }
         try await reader.send(requests)
         try await waitUntilDeclared(count, observer)
         await observer.close()
@@ -38,10 +41,63 @@ struct DrainTests {
         let replies = try await reader.rawBytes(count * 5 + 1)
         #expect(replies.count == count * 5, "every +OK arrives, then the connection closes")
         #expect(replies == Array(String(repeating: "+OK\r\n", count: count).utf8))
+        await reader.close()  // as a client does once it reads the end of the stream
         let report = await stop.value
         #expect(report.isComplete)
         #expect(report.droppedBytes == 0)
         #expect(server.group.loops.allSatisfy { $0.loopCloseResult == 0 && $0.liveHandleCount == 0 })
+        try clientLoop.syncShutdown()
+    }
+
+    @Test func aClientStillSendingWhenTheStopBeginsGetsItsRepliesAndAnOrderlyEnd() async throws {
+        // Its later requests stay unread; closing then would reset the connection and could
+        // destroy replies in flight. The server sends FIN instead and waits for the client.
+        var configuration = ServerConfiguration()
+        configuration.port = 0
+        configuration.work = .sleep(milliseconds: 60_000)
+        let server = try RegistryServer(configuration: configuration, logger: .quiet)
+        _ = try await server.start()
+        let clientLoop = UVLoop(name: "client")
+        try clientLoop.start()
+        let sender = TestClient(loop: clientLoop, port: server.port)
+        let observer = TestClient(loop: clientLoop, port: server.port)
+        try await sender.connect()
+        try await observer.connect()
+        func batch(_ number: Int) -> String {
+            (0..<10_000).map { "SET k\(number)-\($0) v\r\n" }.joined()
+        }
+        try await sender.send(batch(0))
+        try await waitUntilDeclared(10_000, observer)
+        await observer.close()
+        let stop = Task { await server.stop(drainTimeout: .seconds(60)) }
+        for number in 1..<20 { try await sender.send(batch(number)) }
+        // Every reply, then the end of the stream: no reset (that would throw here).
+        let replies = try await sender.rawBytes(Int.max)
+        #expect(replies.count >= 10_000 * 5)
+        #expect(replies.count % 5 == 0)
+        #expect(replies == Array(String(repeating: "+OK\r\n", count: replies.count / 5).utf8))
+        await sender.close()
+        let report = await stop.value
+        #expect(report.isComplete)
+        #expect(server.group.loops.allSatisfy { $0.loopCloseResult == 0 && $0.liveHandleCount == 0 })
+        try clientLoop.syncShutdown()
+    }
+
+    @Test func anIdleClientDoesNotHoldTheStopUp() async throws {
+        // Nothing owed and nothing unread: closed at once, not at the drain time-out.
+        var configuration = ServerConfiguration()
+        configuration.port = 0
+        let server = try RegistryServer(configuration: configuration, logger: .quiet)
+        _ = try await server.start()
+        let clientLoop = UVLoop(name: "client")
+        try clientLoop.start()
+        let idle = TestClient(loop: clientLoop, port: server.port)
+        try await idle.connect()
+        try await idle.send("PING\r\n")
+        #expect(try await idle.replies(1) == ["+PONG"])
+        let report = await server.stop(drainTimeout: .seconds(600))
+        #expect(report == DrainReport(clients: 1))
+        #expect(try await idle.isClosedByServer())
         try clientLoop.syncShutdown()
     }
 
