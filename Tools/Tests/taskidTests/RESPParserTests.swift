@@ -58,6 +58,10 @@ struct RESPParserTests {
         ("SET a\"b c\" d\r\n", ["SET", "ab c", "d"]),
         ("SET \"\" ''\n", ["SET", "", ""]),
         ("  PING  \t\r\n", ["PING"]),
+        // As Redis: \v and \f separate words only between them; a NUL ends the line.
+        ("GET a\u{0C}b\n", ["GET", "a\u{0C}b"]),
+        ("GET \u{0B}a\n", ["GET", "a"]),
+        ("GET a\u{00}b c\n", ["GET", "a"]),
     ])
     func inlineQuotingFollowsRedis(input: String, expected: [String]) throws {
         #expect(try parseAll(input) == [expected])
