@@ -6,6 +6,20 @@ import UVLoop
 /// A graceful stop delivers every reply it owes, within its drain time-out.
 @Suite("taskid serve: drain on stop")
 struct DrainTests {
+    /// A started server (stopped by the test itself, which is what it checks) and a client loop.
+    func startedServer(
+        _ configure: (inout ServerConfiguration) -> Void = { _ in }
+    ) async throws -> (RegistryServer, UVLoop) {
+        var configuration = ServerConfiguration()
+        configuration.port = 0
+        configure(&configuration)
+        let server = try RegistryServer(configuration: configuration, logger: .quiet)
+        _ = try await server.start()
+        let clientLoop = UVLoop(name: "client")
+        try clientLoop.start()
+        return (server, clientLoop)
+    }
+
     /// Polls INFO on `client` until the registry counts `declared` declarations.
     func waitUntilDeclared(_ declared: Int, _ client: TestClient) async throws {
         while true {
@@ -16,13 +30,9 @@ struct DrainTests {
     }
 
     @Test func aSlowReaderGetsEveryReplyOwedWhenTheServerStops() async throws {
-        var configuration = ServerConfiguration()
-        configuration.port = 0
-        configuration.work = .sleep(milliseconds: 60_000)
-        let server = try RegistryServer(configuration: configuration, logger: .quiet)
-        _ = try await server.start()
-        let clientLoop = UVLoop(name: "client")
-        try clientLoop.start()
+        let (server, clientLoop) = try await startedServer {
+            $0.work = .sleep(milliseconds: 60_000)
+        }
         let reader = TestClient(loop: clientLoop, port: server.port)
         let observer = TestClient(loop: clientLoop, port: server.port)
         try await reader.connect()
@@ -52,13 +62,9 @@ struct DrainTests {
     @Test func aClientStillSendingWhenTheStopBeginsGetsItsRepliesAndAnOrderlyEnd() async throws {
         // Its later requests stay unread; closing then would reset the connection and could
         // destroy replies in flight. The server sends FIN instead and waits for the client.
-        var configuration = ServerConfiguration()
-        configuration.port = 0
-        configuration.work = .sleep(milliseconds: 60_000)
-        let server = try RegistryServer(configuration: configuration, logger: .quiet)
-        _ = try await server.start()
-        let clientLoop = UVLoop(name: "client")
-        try clientLoop.start()
+        let (server, clientLoop) = try await startedServer {
+            $0.work = .sleep(milliseconds: 60_000)
+        }
         let sender = TestClient(loop: clientLoop, port: server.port)
         let observer = TestClient(loop: clientLoop, port: server.port)
         try await sender.connect()
@@ -85,12 +91,7 @@ struct DrainTests {
 
     @Test func anIdleClientDoesNotHoldTheStopUp() async throws {
         // Nothing owed and nothing unread: closed at once, not at the drain time-out.
-        var configuration = ServerConfiguration()
-        configuration.port = 0
-        let server = try RegistryServer(configuration: configuration, logger: .quiet)
-        _ = try await server.start()
-        let clientLoop = UVLoop(name: "client")
-        try clientLoop.start()
+        let (server, clientLoop) = try await startedServer()
         let idle = TestClient(loop: clientLoop, port: server.port)
         try await idle.connect()
         try await idle.send("PING\r\n")
@@ -102,13 +103,9 @@ struct DrainTests {
     }
 
     @Test func aClientThatNeverReadsIsClosedAtTheDrainTimeOutAndTheDropIsReported() async throws {
-        var configuration = ServerConfiguration()
-        configuration.port = 0
-        configuration.maxOutputBytes = 1 << 30
-        let server = try RegistryServer(configuration: configuration, logger: .quiet)
-        _ = try await server.start()
-        let clientLoop = UVLoop(name: "client")
-        try clientLoop.start()
+        let (server, clientLoop) = try await startedServer {
+            $0.maxOutputBytes = 1 << 30
+        }
         let sink = TestClient(loop: clientLoop, port: server.port)
         try await sink.connect()
         // About 30 MB of INFO replies: more than the kernel's socket buffers hold.
