@@ -45,6 +45,9 @@ struct ChurnBench: ParsableCommand {
         guard (0...1_000_000).contains(actionMicroseconds) else {
             throw ValidationError("--action-us must be between 0 and 1000000")
         }
+        if common.impl == .bareTasks && (producers != 0 || debounceMilliseconds != 0 || actionMicroseconds != 0) {
+            throw ValidationError("--impl bare-tasks restarts at once on the loop: --producers, --debounce-ms and --action-us must be 0")
+        }
         if api == .synchronous && executor != .loop {
             throw ValidationError("--api synchronous runs its actions on the loop; --executor must be loop")
         }
@@ -63,7 +66,8 @@ struct ChurnBench: ParsableCommand {
             report.add("producers", producers)
             report.add("loops", implementation == .registry ? loops : 0)
             report.add("api", implementation == .registry ? api.rawValue : "-")
-            report.add("executor", implementation == .registry ? executor.rawValue : "global")
+            report.add(
+                "executor", implementation == .registry ? executor.rawValue : implementation == .bareTasks ? "loop" : "global")
             report.add("action_us", actionMicroseconds)
             let shards = implementation == .registry ? loops : 1
             let ledger = ShardedLedger(slots: slots, shards: shards)
@@ -75,6 +79,7 @@ struct ChurnBench: ParsableCommand {
             switch implementation {
             case .registry: overloadedRetries = try runRegistry(ledger, shares: shares)
             case .naiveTasks: try runNaive(ledger)
+            case .bareTasks: try runBare(ledger)
             case .all: fatalError("expanded above")
             }
             let seconds = measurement.seconds
@@ -134,8 +139,10 @@ struct ChurnBench: ParsableCommand {
                 finished.enter()
                 try loop.execute {
                     produceOnLoop(
-                        registry, loop: loop, source: source, batch: loopBatch, declare: declare,
-                        ledger: ledger.parts[index], shards: ledger.parts.count
+                        loop: loop, source: source, batch: loopBatch, ledger: ledger.parts[index],
+                        shards: ledger.parts.count, label: "churn registry",
+                        change: { slot, generation in try! declare(registry, slot: slot, generation: generation) },
+                        quiesce: { done in awaitQuiescence(registry, loop, done) }
                     ) { finished.leave() }
                 }
             }
@@ -191,6 +198,37 @@ struct ChurnBench: ParsableCommand {
         }
         for registry in shards { try blockOn { await registry.shutdown() } }
         return retries
+    }
+
+    // MARK: - bare-tasks
+
+    /// The Swift floor of an async run: on the loop thread, each change cancels the slot's task
+    /// and starts `Task(executorPreference: loop)`, whose body records the change unless it was
+    /// cancelled. No registry: what any keyed restart on the loop must pay at least.
+    private func runBare(_ ledger: ShardedLedger) throws {
+        let group = try UVLoopGroup(loops: 1, namePrefix: "churn")
+        defer { try? group.syncShutdown() }
+        let loop = group.loops[0]
+        let part = ledger.parts[0]
+        // Loop thread only: the table of tasks and the count of live ones.
+        let table = LoopLocal((tasks: [Task<Void, Never>?](repeating: nil, count: slots), live: 0))
+        let (slots, changes, batch) = (self.slots, self.changes, self.batch)
+        try runOnLoop(loop) { done in
+            produceOnLoop(
+                loop: loop, source: .stream(slots: slots, changes: changes), batch: batch, ledger: part, shards: 1,
+                label: "churn bare-tasks",
+                change: { slot, generation in
+                    table.value.tasks[slot]?.cancel()
+                    table.value.live += 1
+                    table.value.tasks[slot] = Task(executorPreference: loop) {
+                        defer { table.value.live -= 1 }
+                        guard !Task.isCancelled else { return }
+                        part.complete(slot: slot, generation: generation)
+                    }
+                },
+                quiesce: { done in pollOnLoop(loop, until: { table.value.live == 0 }, then: done) },
+                done: done)
+        }
     }
 
     // MARK: - naive-tasks
@@ -286,13 +324,15 @@ enum ChangeSource: Sendable {
 }
 
 /// The loop-thread producer of one shard: issues the shard's changes in batches, one batch per
-/// libuv turn (a zero-delay timer), then waits for quiescence.
+/// libuv turn (a zero-delay timer), each through `change(slot, generation)`, then calls
+/// `quiesce`, which calls `done` once every action has ended.
 private func produceOnLoop(
-    _ registry: TaskRegistry<Int>, loop: UVLoop, source: ChangeSource, batch: Int, declare: Declarer,
-    ledger: SlotLedger, shards: Int, done: @escaping @Sendable () -> Void
+    loop: UVLoop, source: ChangeSource, batch: Int, ledger: SlotLedger, shards: Int, label: String,
+    change: @escaping (Int, UInt64) -> Void, quiesce: @escaping (@escaping @Sendable () -> Void) -> Void,
+    done: @escaping @Sendable () -> Void
 ) {
     let producer = LoopLocal((stream: IdentityStream(), issued: 0))
-    let progress = LoopLocal(ProgressLine(label: "churn registry"))
+    let progress = LoopLocal(ProgressLine(label: label))
     let total: Int
     switch source {
     case .stream(_, let changes): total = changes
@@ -311,7 +351,7 @@ private func produceOnLoop(
             let index = slot / shards
             let generation = ledger.declared[index] &+ 1
             ledger.declared[index] = generation
-            try! declare(registry, slot: slot, generation: generation)
+            change(slot, generation)
         }
         if ledger.shard == 0 { progress.value.update(done: producer.value.issued, of: total) }
         if producer.value.issued < total {
@@ -320,7 +360,7 @@ private func produceOnLoop(
             turn.timer!.close()
             turn.timer = nil
             progress.value.finish()
-            awaitQuiescence(registry, loop, done)
+            quiesce(done)
         }
     }
     try! turn.timer!.start(after: .zero)

@@ -25,7 +25,7 @@ struct FootprintBench: ParsableCommand {
             switch implementation {
             case .registry: (after, leftBehind) = try runRegistry()
             case .naiveTasks: (after, leftBehind) = try runNaive()
-            case .all: fatalError("expanded above")
+            case .all, .bareTasks: throw ValidationError("--impl bare-tasks is a churn baseline")
             }
             let bytesPerSlot = (after - before) * 1_048_576 / Double(slots)
             var report = RunReport()

@@ -33,7 +33,7 @@ struct LatencyBench: ParsableCommand {
             switch implementation {
             case .registry: try runRegistry(restart, debounced)
             case .naiveTasks: try runNaive(restart, debounced)
-            case .all: fatalError("expanded above")
+            case .all, .bareTasks: throw ValidationError("--impl bare-tasks is a churn baseline")
             }
             var report = RunReport()
             report.add("impl", implementation.rawValue)

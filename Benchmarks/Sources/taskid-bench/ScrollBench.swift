@@ -30,7 +30,7 @@ struct ScrollBench: ParsableCommand {
             switch implementation {
             case .registry: try runRegistry(result)
             case .naiveTasks: try runNaive(result)
-            case .all: fatalError("expanded above")
+            case .all, .bareTasks: throw ValidationError("--impl bare-tasks is a churn baseline")
             }
             let seconds = measurement.seconds
             var report = RunReport()

@@ -21,6 +21,9 @@ struct IdentityStream {
 enum Implementation: String, CaseIterable, ExpressibleByArgument {
     case registry
     case naiveTasks = "naive-tasks"
+    /// A bare `Task(executorPreference: loop)` per change, cancelling the slot's previous one:
+    /// no registry, the Swift floor of an async run on the loop (churn only).
+    case bareTasks = "bare-tasks"
     case all
 
     var expanded: [Implementation] { self == .all ? [.registry, .naiveTasks] : [self] }
@@ -28,7 +31,7 @@ enum Implementation: String, CaseIterable, ExpressibleByArgument {
 
 /// Options every workload shares.
 struct CommonOptions: ParsableArguments {
-    @Option(help: "registry, naive-tasks or all (each in turn, in this process).")
+    @Option(help: "registry, naive-tasks, bare-tasks (churn only) or all (registry and naive-tasks, each in turn, in this process).")
     var impl: Implementation = .all
 
     @Flag(help: "Print one JSON object per run instead of a key=value line.")
