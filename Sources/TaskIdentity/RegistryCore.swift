@@ -17,7 +17,8 @@ final class RegistryCore: @unchecked Sendable {
     /// Every counter moves inside `TaskStateMachine`'s transitions (`liveSlots` and
     /// `staleCommitsDropped` excepted: they count slots and commits, not task states).
     @exclusivity(unchecked) @usableFromInline var counters = RegistryCounters()
-    @usableFromInline private(set) var isShutDown = false
+    /// Read on every declaration and every run's end: unchecked like the counters.
+    @exclusivity(unchecked) @usableFromInline private(set) var isShutDown = false
     private var optionsTable: [TaskOptions.Values: TaskOptions] = [:]
     private var debounceQueues: [UInt64: DeadlineQueue<DebounceEntry>] = [:]
     private var progressQueues: [UInt64: DeadlineQueue<ProgressEntry>] = [:]
@@ -37,7 +38,7 @@ final class RegistryCore: @unchecked Sendable {
     private var quiescedWaiters: [() -> Void] = []
     /// Runs of this registry whose actions await `shutdown()`: shutdown returns once every
     /// other action has ended.
-    private var runsAwaitingShutdown = 0
+    @exclusivity(unchecked) private var runsAwaitingShutdown = 0
     /// Records whose pending run starts at the end of this turn (see `queueStart`).
     @exclusivity(unchecked) private var startQueue: [AnyTaskRecord] = []
     @exclusivity(unchecked) private var startingNow: [AnyTaskRecord] = []
@@ -244,11 +245,15 @@ final class RegistryCore: @unchecked Sendable {
         #endif
         switch body {
         case .task(let action):
-            let context = TaskContext(run: record, generation: generation, id: record.identity, clock: clock)
+            let context = TaskContext(run: record, generation: generation, id: record.identity)
             if let executor = record.options.values.executor.taskExecutor, executor !== loop {
                 record.runningTask = startOffLoop(record, generation: generation, on: executor, context, action)
             } else {
-                record.runningTask = Task(executorPreference: loop, priority: record.options.priority) {
+                // The closure captures the context and the action alone (the record and the
+                // generation are the context's): its capture box stays under 128 bytes, a size
+                // glibc's malloc recycles from a fast bin.
+                record.runningTask = RunTask(executorPreference: loop, priority: record.options.priority) {
+                    () async throws -> Void in
                     var failure: (any Error)?
                     // The action is `nonisolated(nonsending)`: it runs right here, on the loop.
                     do {
@@ -256,7 +261,7 @@ final class RegistryCore: @unchecked Sendable {
                     } catch {
                         failure = error
                     }
-                    self.runEnded(record, generation: generation, failure: failure)
+                    context.run.core.runEnded(context.run, generation: context.generation, failure: failure)
                 }
             }
             pushProgressEntry(record, generation: generation)
@@ -283,8 +288,8 @@ final class RegistryCore: @unchecked Sendable {
     private func startOffLoop(
         _ record: AnyTaskRecord, generation: UInt64, on executor: any TaskExecutor, _ context: TaskContext,
         _ action: @escaping TaskAction
-    ) -> Task<Void, Never> {
-        Task(executorPreference: executor, priority: record.options.priority) {
+    ) -> RunTask {
+        RunTask(executorPreference: executor, priority: record.options.priority) { () async throws -> Void in
             var failure: (any Error)?
             do { try await action(context) } catch {
                 failure = error
@@ -309,7 +314,7 @@ final class RegistryCore: @unchecked Sendable {
         _ record: AnyTaskRecord, generation: UInt64, identity: (any Hashable & Sendable)?,
         action: SynchronousTaskAction
     ) {
-        let context = TaskContext(run: record, generation: generation, id: identity, clock: clock)
+        let context = TaskContext(run: record, generation: generation, id: identity)
         var failure: (any Error)?
         do { try action(context) } catch { failure = error }
         // If the action cancelled its own run (a new id, a remove, shutdown), its phase was
@@ -356,7 +361,7 @@ final class RegistryCore: @unchecked Sendable {
 
     /// A run has ended (on the loop thread): its Swift task returned, or its synchronous action
     /// was called.
-    private func runEnded(_ record: AnyTaskRecord, generation: UInt64, failure: (any Error)?) {
+    fileprivate func runEnded(_ record: AnyTaskRecord, generation: UInt64, failure: (any Error)?) {
         // Off the loop thread only after the loop shut down: the loop's remaining jobs and the
         // door's then run one at a time on the threads that enqueue them.
         assert(unretainedLoop.inLoop || isShutDown, "BUG DETECTED: a run ended off its registry's loop thread")
@@ -531,13 +536,17 @@ final class RegistryCore: @unchecked Sendable {
 struct ForgottenIdentity: Hashable, Sendable {}
 
 /// Compares two identities of unknown types: equal when of the same type and `==`.
+///
+/// Unwraps each side in place: a `switch` over the pair `(lhs, rhs)` would copy both
+/// existentials into a tuple (two value-witness copies and two destroys per declaration).
 @inline(__always)
 func identitiesEqual(_ lhs: (any Hashable & Sendable)?, _ rhs: (any Hashable & Sendable)?) -> Bool {
-    switch (lhs, rhs) {
-    case (nil, nil): return true
-    case (let lhs?, let rhs?): return isEqual(lhs, rhs)
-    default: return false
+    guard let lhs else {
+        if case .none = rhs { return true }
+        return false
     }
+    guard let rhs else { return false }
+    return isEqual(lhs, rhs)
 }
 
 private func isEqual<Left: Hashable>(_ lhs: Left, _ rhs: any Hashable & Sendable) -> Bool {

@@ -8,7 +8,9 @@ import UVLoop
 /// action off the loop (`executor: .global`, a hop of its own) uses `commitOnLoop` and
 /// `isCurrentOnLoop()`, which may be called from anywhere.
 public struct TaskContext: Sendable {
-    @usableFromInline let run: any RunOwner
+    /// The run's task record (a concrete class: calls on it are direct, and a context is one
+    /// reference, a generation and an identity, small enough to travel in the run's closure).
+    @usableFromInline let run: AnyTaskRecord
 
     /// The generation of this run: how many identities its task has had in this slot's
     /// lifetime when it was declared, counting from 1.
@@ -19,7 +21,16 @@ public struct TaskContext: Sendable {
     public let id: (any Hashable & Sendable)?
 
     /// The registry loop's clock, for sleeps and deadlines that tests can drive in virtual time.
-    public let clock: LoopClock
+    ///
+    /// May be read from any thread.
+    public var clock: LoopClock { run.core.clock }
+
+    @usableFromInline
+    init(run: AnyTaskRecord, generation: UInt64, id: (any Hashable & Sendable)?) {
+        self.run = run
+        self.generation = generation
+        self.id = id
+    }
 
     /// The identity as a concrete type, e.g. `context.id(as: URL.self)`.
     ///
@@ -155,17 +166,4 @@ extension TaskContext {
         try body()
         return true
     }
-}
-
-/// The registry side of a context. Loop thread only, except `preconditionInLoop` and `loop`.
-@usableFromInline
-protocol RunOwner: AnyObject, Sendable {
-    /// The registry's loop. May be read from any thread.
-    var loop: any TaskLoop { get }
-    /// The way onto the loop thread from other executors. May be read from any thread.
-    var door: LoopDoor { get }
-    func preconditionInLoop()
-    func isCurrentRun(_ generation: UInt64) -> Bool
-    func noteStaleCommit()
-    func storeResult(_ result: any Sendable)
 }

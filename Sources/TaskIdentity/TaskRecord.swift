@@ -7,7 +7,7 @@ import UVLoop
 /// until none of them needs it; it holds its core strongly, so a context that outlives the
 /// registry still finds the core (where every run is over by then).
 @usableFromInline
-class AnyTaskRecord: RunOwner, @unchecked Sendable {
+class AnyTaskRecord: @unchecked Sendable {
     // @unchecked Sendable: a record is handed to Swift tasks and contexts on other threads, but
     // its mutable state is touched only on the loop thread (`preconditionInLoop` guards the
     // public ways in; the off-loop ways go through `LoopDoor` or a post).
@@ -32,7 +32,7 @@ class AnyTaskRecord: RunOwner, @unchecked Sendable {
     @exclusivity(unchecked) @usableFromInline var hasObservers = false
     @exclusivity(unchecked) @usableFromInline var nextInSlot: AnyTaskRecord?
     /// The current run's task, while it is current.
-    @exclusivity(unchecked) var runningTask: Task<Void, Never>?
+    @exclusivity(unchecked) var runningTask: RunTask?
     @exclusivity(unchecked) var identity: (any Hashable & Sendable)?
     var phase: TaskPhase { core.phase(of: self) }
     var generation: UInt64 { state.generation }
@@ -45,13 +45,15 @@ class AnyTaskRecord: RunOwner, @unchecked Sendable {
         self.options = options
     }
 
-    @usableFromInline func preconditionInLoop() { core.unretainedLoop.preconditionInLoop() }
+    @usableFromInline final func preconditionInLoop() { core.unretainedLoop.preconditionInLoop() }
 
-    @usableFromInline var loop: any TaskLoop { core.loop }
+    /// The registry's loop. May be read from any thread.
+    @usableFromInline final var loop: any TaskLoop { core.loop }
 
-    @usableFromInline var door: LoopDoor { core.door }
+    /// The way onto the loop thread from other executors. May be read from any thread.
+    @usableFromInline final var door: LoopDoor { core.door }
 
-    @usableFromInline func storeResult(_ result: any Sendable) {
+    @usableFromInline final func storeResult(_ result: any Sendable) {
         if let box = self.result {
             box.value = result
         } else {
@@ -59,9 +61,9 @@ class AnyTaskRecord: RunOwner, @unchecked Sendable {
         }
     }
 
-    @usableFromInline func isCurrentRun(_ generation: UInt64) -> Bool { state.isCurrentRun(generation) }
+    @usableFromInline final func isCurrentRun(_ generation: UInt64) -> Bool { state.isCurrentRun(generation) }
 
-    @usableFromInline func noteStaleCommit() { core.counters.staleCommitsDropped &+= 1 }
+    @usableFromInline final func noteStaleCommit() { core.counters.staleCommitsDropped &+= 1 }
 
     /// Sends a phase update to observers; overridden by the keyed record that knows its key.
     func publish(generation: UInt64, phase: TaskPhase) {}
@@ -94,6 +96,12 @@ final class TaskRecord<Key: Hashable & Sendable>: AnyTaskRecord, @unchecked Send
         unsafeDowncast(owner, to: TaskRegistry<Key>.self).forgetRemoved(self)
     }
 }
+
+/// The Swift task of a run. Its failure type is `any Error`, although a run's task never
+/// throws (its action's error is handed to `runEnded`): a `Task<Void, Never>`'s operation is
+/// wrapped in a thunk that converts it to the throwing function the runtime calls, one more
+/// allocation (a 32-byte context) and call per run.
+typealias RunTask = Task<Void, any Error>
 
 /// A task's latest stored result. Loop thread only.
 final class ResultBox {

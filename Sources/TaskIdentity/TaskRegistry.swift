@@ -750,10 +750,10 @@ private struct RegistryRelease<Key: Hashable & Sendable>: @unchecked Sendable {
 /// The address of a Swift task, from its handle or from inside it. Both are a single
 /// reference to the task object; comparing addresses is exact, where comparing hash values
 /// would only be likely.
-func taskAddress(_ task: Task<Void, Never>) -> UInt {
+func taskAddress(_ task: RunTask) -> UInt {
     // unsafeBitCast: `Task` is one reference to the task object (checked by its size here, and
     // by the shutdown-inside-an-action test, which would hang if the addresses differed).
-    precondition(MemoryLayout<Task<Void, Never>>.size == MemoryLayout<UInt>.size)
+    precondition(MemoryLayout<RunTask>.size == MemoryLayout<UInt>.size)
     return unsafeBitCast(task, to: UInt.self)
 }
 
