@@ -46,7 +46,8 @@ struct ChurnBench: ParsableCommand {
             throw ValidationError("--action-us must be between 0 and 1000000")
         }
         if common.impl == .bareTasks && (producers != 0 || debounceMilliseconds != 0 || actionMicroseconds != 0) {
-            throw ValidationError("--impl bare-tasks restarts at once on the loop: --producers, --debounce-ms and --action-us must be 0")
+            throw ValidationError(
+                "--impl bare-tasks restarts at once on the loop: --producers, --debounce-ms and --action-us must be 0")
         }
         if api == .synchronous && executor != .loop {
             throw ValidationError("--api synchronous runs its actions on the loop; --executor must be loop")
@@ -66,8 +67,8 @@ struct ChurnBench: ParsableCommand {
             report.add("producers", producers)
             report.add("loops", implementation == .registry ? loops : 0)
             report.add("api", implementation == .registry ? api.rawValue : "-")
-            report.add(
-                "executor", implementation == .registry ? executor.rawValue : implementation == .bareTasks ? "loop" : "global")
+            let executorName = implementation == .naiveTasks ? "global" : "loop"
+            report.add("executor", implementation == .registry ? executor.rawValue : executorName)
             report.add("action_us", actionMicroseconds)
             let shards = implementation == .registry ? loops : 1
             let ledger = ShardedLedger(slots: slots, shards: shards)

@@ -31,7 +31,10 @@ enum Implementation: String, CaseIterable, ExpressibleByArgument {
 
 /// Options every workload shares.
 struct CommonOptions: ParsableArguments {
-    @Option(help: "registry, naive-tasks, bare-tasks (churn only) or all (registry and naive-tasks, each in turn, in this process).")
+    @Option(
+        help:
+            "registry, naive-tasks, bare-tasks (churn only) or all (registry and naive-tasks, each in turn, in this process)."
+    )
     var impl: Implementation = .all
 
     @Flag(help: "Print one JSON object per run instead of a key=value line.")
