@@ -361,7 +361,7 @@ final class RegistryCore: @unchecked Sendable {
 
     /// A run has ended (on the loop thread): its Swift task returned, or its synchronous action
     /// was called.
-    fileprivate func runEnded(_ record: AnyTaskRecord, generation: UInt64, failure: (any Error)?) {
+    private func runEnded(_ record: AnyTaskRecord, generation: UInt64, failure: (any Error)?) {
         // Off the loop thread only after the loop shut down: the loop's remaining jobs and the
         // door's then run one at a time on the threads that enqueue them.
         assert(unretainedLoop.inLoop || isShutDown, "BUG DETECTED: a run ended off its registry's loop thread")
