@@ -1,24 +1,43 @@
 import UVLoop
 
-/// A task registry spread over the loops of a `UVLoopGroup`: each key belongs to one shard (one
-/// loop), chosen by its hash, so that slots use every core while each slot keeps the
-/// single-thread semantics of `TaskRegistry`.
+/// A task registry spread over several loops: each key belongs to one shard (one loop, one
+/// `TaskRegistry`), chosen from the key's hash, so that slots use every core while each slot
+/// keeps the single-thread semantics of `TaskRegistry`.
 ///
-/// Also over any loops (`init(loops:)`): libuv loops, `NIOTaskLoop`s, test loops.
+/// Over a `UVLoopGroup`, or over any loops (`init(loops:)`): libuv loops, `NIOTaskLoop`s on a
+/// NIO server's own event loops, test loops. Declarations and controls go to the key's shard
+/// from any thread; everything else a shard answers only on its own loop thread, and
+/// `onShard(for:_:)` runs code there:
 ///
-/// `Sendable`. Declarations, controls, snapshots and streams may be called from any thread
-/// (calls to a shard from off its loop are posted, see `TaskRegistry`); the synchronous
-/// queries and observed declarations are for the key's shard's loop thread, and throw
-/// `RegistryError.calledOffLoopThread` elsewhere.
+/// ```swift
+/// let registry = ShardedTaskRegistry<String>(group: group)
+/// try registry.task(user, id: query) { context in … }            // any thread
+/// let phase = try await registry.onShard(for: user) { shard in    // any task
+///     try shard.phase(of: user)                                   // on the user's loop
+/// }
+/// ```
+///
+/// `Sendable`. Every member may be called from any thread or task (calls to a shard from off
+/// its loop are posted, see `TaskRegistry`).
 public final class ShardedTaskRegistry<Key: Hashable & Sendable>: Sendable {
-    /// One registry per loop of the group, in the group's order.
+    /// One registry per loop, in the loops' order. A shard's synchronous queries and observed
+    /// declarations are for its own loop thread (`onShard(for:_:)` runs code there).
+    ///
+    /// May be read from any thread.
     public let shards: [TaskRegistry<Key>]
 
-    /// Creates one shard per loop of `group`.
+    /// How a key is placed; nil: its `hashValue`.
+    @usableFromInline
+    let shardHash: (@Sendable (Key) -> Int)?
+
+    /// Creates one shard per loop of `group`, in the group's order. With the default placement
+    /// a key lands on `group.loop(forHash: key.hashValue)`.
     ///
     /// May be called from any thread.
-    public init(group: UVLoopGroup) {
+    /// - Parameter shardHash: the hash that places a key (see `init(loops:shardHash:)`).
+    public init(group: UVLoopGroup, shardHash: (@Sendable (Key) -> Int)? = nil) {
         shards = group.loops.map { TaskRegistry<Key>(loop: $0) }
+        self.shardHash = shardHash
     }
 
     /// Creates one shard per loop of `loops` (libuv loops, a NIO application's own event loops
@@ -26,20 +45,53 @@ public final class ShardedTaskRegistry<Key: Hashable & Sendable>: Sendable {
     /// programming error: it traps).
     ///
     /// May be called from any thread.
-    public init(loops: [any TaskLoop]) {
+    /// - Parameters:
+    ///   - loops: one loop per shard.
+    ///   - shardHash: the hash that places a key: shard `hash % loops.count`, the hash taken as
+    ///     unsigned (`shardIndex(forHash:shardCount:)`). Nil (the default) uses `hashValue`,
+    ///     which Swift seeds per process; give a hash of your own for a placement that is the
+    ///     same in every process (a user's shard named in a log), or one you choose (`{ $0 }`
+    ///     puts integer key `k` on shard `k % loops.count`). Called on every call that takes a
+    ///     key, from any thread: it must be cheap and must not fail.
+    public init(loops: [any TaskLoop], shardHash: (@Sendable (Key) -> Int)? = nil) {
         precondition(!loops.isEmpty, "a sharded registry needs at least one loop")
         shards = loops.map { TaskRegistry<Key>(loop: $0) }
+        self.shardHash = shardHash
     }
 
-    /// The shard that owns `key`: the same key always maps to the same shard. With one shard
-    /// the key is not hashed at all (its shard hashes it once, for its slot table).
+    /// The index in `shards` of the shard that owns `key`: the same key always maps to the same
+    /// shard. With one shard the key is not hashed at all (its shard hashes it once, for its
+    /// slot table).
     ///
     /// May be called from any thread.
     @inlinable
-    public func shard(for key: Key) -> TaskRegistry<Key> {
+    public func shardIndex(for key: Key) -> Int {
         let count = shards.count
-        if count == 1 { return shards[0] }
-        return shards[shardIndex(forHash: key.hashValue, shardCount: count)]
+        if count == 1 { return 0 }
+        return shardPlacing(hash: shardHash?(key) ?? key.hashValue, shardCount: count)
+    }
+
+    /// The shard that owns `key`.
+    ///
+    /// May be called from any thread; the shard's synchronous members are for its loop thread.
+    @inlinable
+    public func shard(for key: Key) -> TaskRegistry<Key> {
+        shards[shardIndex(for: key)]
+    }
+
+    /// Runs `body` with the key's shard on that shard's loop thread, where its synchronous
+    /// queries (`phase(of:)`, `result(of:as:)`, `contains(_:)`, …) and observed declarations
+    /// work, and returns what `body` returns. On that thread already, `body` runs at once;
+    /// elsewhere the caller suspends (no thread blocks) until the loop has run it.
+    ///
+    /// - Throws: what `body` throws, or `LoopError` when the shard's loop cannot run it (it
+    ///   has shut down, or has not started).
+    /// - Note: May be called from any task.
+    public func onShard<Result: Sendable>(
+        for key: Key, _ body: @escaping @Sendable (TaskRegistry<Key>) throws -> Result
+    ) async throws -> Result {
+        let shard = shard(for: key)
+        return try await shard.loop.submit { try body(shard) }
     }
 
     /// Declares a task on the key's shard; see `TaskRegistry.task(_:name:id:priority:debounce:throttle:policy:progressDelay:executor:action:)`.
@@ -80,29 +132,6 @@ public final class ShardedTaskRegistry<Key: Hashable & Sendable>: Sendable {
     @inlinable
     public func task<ID>(_ key: Key, id: ID, template: TypedTaskTemplate<Key, ID>) throws(RegistryError) {
         try shard(for: key).task(key, id: id, template: template)
-    }
-
-    /// Declares an observed task on the key's shard; see
-    /// `TaskRegistry.task(_:name:tracking:priority:debounce:throttle:policy:progressDelay:executor:action:)`.
-    ///
-    /// - Throws: `RegistryError.calledOffLoopThread` unless called on the loop thread of the
-    ///   key's shard (`shard(for: key).loop`); otherwise as `TaskRegistry.task`.
-    /// - Note: The key's shard's loop thread only.
-    public func task<ID: Hashable & Sendable>(
-        _ key: Key,
-        name: TaskName = .main,
-        tracking identity: @escaping () -> ID,
-        priority: TaskPriority = .userInitiated,
-        debounce: Duration = .zero,
-        throttle: Duration = .zero,
-        policy: RestartPolicy = .cancelPrevious,
-        progressDelay: Duration? = nil,
-        executor: ActionExecutor = .loop,
-        action: @escaping ObservedTaskAction<ID>
-    ) throws(RegistryError) {
-        try shard(for: key).task(
-            key, name: name, tracking: identity, priority: priority, debounce: debounce, throttle: throttle,
-            policy: policy, progressDelay: progressDelay, executor: executor, action: action)
     }
 
     /// Removes slot `key` from its shard; see `TaskRegistry.remove(_:)`.
@@ -149,47 +178,6 @@ public final class ShardedTaskRegistry<Key: Hashable & Sendable>: Sendable {
         try await shard(for: key).snapshot(ofSlot: key)
     }
 
-    /// The phase of a task, on its shard's loop thread; see `TaskRegistry.phase(of:name:)`.
-    ///
-    /// - Throws: `RegistryError.calledOffLoopThread` off that thread.
-    /// - Note: The key's shard's loop thread only; never traps.
-    public func phase(of key: Key, name: TaskName = .main) throws(RegistryError) -> TaskPhase? {
-        try shard(for: key).phase(of: key, name: name)
-    }
-
-    /// Whether a task's progress signal is on; see `TaskRegistry.showsProgress(of:name:)`.
-    ///
-    /// - Throws: `RegistryError.calledOffLoopThread` off the key's shard's loop thread.
-    /// - Note: The key's shard's loop thread only; never traps.
-    public func showsProgress(of key: Key, name: TaskName = .main) throws(RegistryError) -> Bool {
-        try shard(for: key).showsProgress(of: key, name: name)
-    }
-
-    /// A task's generation; see `TaskRegistry.generation(of:name:)`.
-    ///
-    /// - Throws: `RegistryError.calledOffLoopThread` off the key's shard's loop thread.
-    /// - Note: The key's shard's loop thread only; never traps.
-    public func generation(of key: Key, name: TaskName = .main) throws(RegistryError) -> UInt64? {
-        try shard(for: key).generation(of: key, name: name)
-    }
-
-    /// A task's latest stored result; see `TaskRegistry.result(of:name:as:)`.
-    ///
-    /// - Throws: `RegistryError.calledOffLoopThread` off the key's shard's loop thread.
-    /// - Note: The key's shard's loop thread only; never traps.
-    public func result<Value>(of key: Key, name: TaskName = .main, as type: Value.Type) throws(RegistryError) -> Value?
-    {
-        try shard(for: key).result(of: key, name: name, as: type)
-    }
-
-    /// Whether slot `key` exists; see `TaskRegistry.contains(_:)`.
-    ///
-    /// - Throws: `RegistryError.calledOffLoopThread` off the key's shard's loop thread.
-    /// - Note: The key's shard's loop thread only; never traps.
-    public func contains(_ key: Key) throws(RegistryError) -> Bool {
-        try shard(for: key).contains(key)
-    }
-
     /// The phases of a task, from its shard; see `TaskRegistry.phaseUpdates(of:name:bufferingPolicy:)`.
     ///
     /// May be called from any thread.
@@ -231,4 +219,11 @@ public final class ShardedTaskRegistry<Key: Hashable & Sendable>: Sendable {
         startShutdown()
         for shard in shards { await shard.shutdown() }
     }
+}
+
+/// `shardIndex(forHash:shardCount:)` under a name that the member `shardIndex(for:)` does not
+/// shadow: the one mapping from hash to shard, shared with `UVLoopGroup.loop(forHash:)`.
+@inlinable
+func shardPlacing(hash: Int, shardCount: Int) -> Int {
+    shardIndex(forHash: hash, shardCount: shardCount)
 }

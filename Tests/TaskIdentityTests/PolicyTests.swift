@@ -270,26 +270,4 @@ struct RealLoopTests {
         #expect(loop.loopCloseResult == 0 && loop.liveHandleCount == 0)
         #expect(throws: RegistryError.shutDown) { try registry.task("late", id: 1) { _ in } }
     }
-
-    @Test func shardedRegistryKeepsEachKeyOnOneLoop() async throws {
-        let group = try UVLoopGroup(loops: 2)
-        let registry = ShardedTaskRegistry<String>(group: group)
-        let wrongLoop = Confined(0)
-        for index in 0..<200 {
-            let key = "k\(index)"
-            let owner = registry.shard(for: key).loop
-            try registry.task(key, id: index, debounce: .milliseconds(1)) { _ in
-                if !owner.inLoop { wrongLoop.value += 1 }
-            }
-        }
-        await registry.flush()
-        while try await registry.countersSnapshot().finished < 200 { try await Task.sleep(for: .milliseconds(1)) }
-        let counters = try await registry.countersSnapshot()
-        #expect(counters.liveSlots == 200)
-        #expect(registry.shards.allSatisfy { shard in registry.shards.filter { $0.loop === shard.loop }.count == 1 })
-        await registry.shutdown()
-        try group.syncShutdown()
-        #expect(wrongLoop.value == 0)
-        #expect(group.loops.allSatisfy { $0.loopCloseResult == 0 && $0.liveHandleCount == 0 })
-    }
 }

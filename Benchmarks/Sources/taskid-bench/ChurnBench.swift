@@ -103,7 +103,8 @@ struct ChurnBench: ParsableCommand {
         if !failures.isEmpty { throw CorrectnessFailure(description: failures.joined(separator: "; ")) }
     }
 
-    /// The identity stream split by shard (slot s belongs to shard s % loops), in stream order.
+    /// The identity stream split by shard (slot s belongs to shard s % loops, the placement of
+    /// the registry's `shardHash: { $0 }`), in stream order.
     private func streamShares() -> [[UInt32]] {
         var shares = [[UInt32]](repeating: [], count: loops)
         for index in shares.indices { shares[index].reserveCapacity(changes / loops + changes / 100 + 16) }
@@ -122,10 +123,17 @@ struct ChurnBench: ParsableCommand {
         let group = try UVLoopGroup(loops: loops, namePrefix: "churn")
         defer { try? group.syncShutdown() }
         // Slot s belongs to shard s % loops, so each loop owns its slots (and its ledger part).
-        let shards = group.loops.map { TaskRegistry<Int>(loop: $0) }
+        let sharded = ShardedTaskRegistry<Int>(group: group, shardHash: { $0 })
+        let shards = sharded.shards
         let debounce = Duration.milliseconds(debounceMilliseconds)
-        let declare = try Declarer(
-            api: api, executor: executor, debounce: debounce, actionMicroseconds: actionMicroseconds, ledger: ledger)
+        // One declarer (template and ledger part) per shard: a template shared by the loops
+        // would be retained by both at every declaration, one cache line bouncing between
+        // their cores, which is the driver's cost, not the registry's.
+        let declarers = try ledger.parts.map {
+            try Declarer(
+                api: api, executor: executor, debounce: debounce, actionMicroseconds: actionMicroseconds,
+                ledger: $0, shardCount: loops)
+        }
         let (slots, changes, batch) = (self.slots, self.changes, self.batch)
         var retries = 0
 
@@ -133,6 +141,7 @@ struct ChurnBench: ParsableCommand {
             let finished = DispatchGroup()
             for (index, registry) in shards.enumerated() {
                 let loop = group.loops[index]
+                let declare = declarers[index]
                 let source: ChangeSource = shares.map { .share($0[index]) } ?? .stream(slots: slots, changes: changes)
                 // A loop's share of each batch of the stream, so that N loops issue the stream
                 // at one loop's pace: `batch` changes of the stream per turn, as with one loop.
@@ -159,7 +168,6 @@ struct ChurnBench: ParsableCommand {
                 part.declared[index] &+= 1
             }
             for part in ledger.parts { part.declaredInFlight = true }
-            let loopCount = loops
             let posted = DispatchGroup()
             let overloadedRetries = Atomic<Int>(0)
             defer { retries = overloadedRetries.load(ordering: .relaxed) }
@@ -172,7 +180,8 @@ struct ChurnBench: ParsableCommand {
                         let slot = stream.nextSlot(slots)
                         guard slot % producerCount == index else { continue }
                         generations[slot] &+= 1
-                        let shard = shards[slot % loopCount]
+                        let index = sharded.shardIndex(for: slot)
+                        let (shard, declare) = (shards[index], declarers[index])
                         // A declaration from another thread never blocks: when the loop is
                         // `postedCallLimit` calls behind it is refused, and this producer (a
                         // thread of its own, which may block) waits for the queue to drain.
@@ -192,12 +201,12 @@ struct ChurnBench: ParsableCommand {
                 }
             }
             posted.wait()
+            try blockOn { await sharded.flush() }
             for (index, registry) in shards.enumerated() {
-                try blockOn { await registry.flush() }
                 try runOnLoop(group.loops[index]) { done in awaitQuiescence(registry, group.loops[index], done) }
             }
         }
-        for registry in shards { try blockOn { await registry.shutdown() } }
+        try blockOn { await sharded.shutdown() }
         return retries
     }
 
@@ -392,25 +401,29 @@ enum RegistryAPI: String, ExpressibleByArgument {
     case synchronous
 }
 
-/// One identity change, declared through the chosen API. Either way the action commits the
-/// change's (slot, generation) to the ledger; with a template the slot comes from the run's key
-/// and the generation from its context (each change is a new identity, so they agree). An
-/// action off the loop computes there and posts its commit to the loop (`postCommit`).
+/// One identity change, declared through the chosen API, for one shard. Either way the action
+/// commits the change's (slot, generation) to the shard's ledger part; with a template the slot
+/// comes from the run's key and the generation from its context (each change is a new
+/// identity, so they agree). An action off the loop computes there and posts its commit to the
+/// loop (`postCommit`).
 struct Declarer: Sendable {
     let api: RegistryAPI
     let executor: ActionExecutor
     let debounce: Duration
     let actionMicroseconds: Int
-    let ledger: ShardedLedger
+    let ledger: ShardLedger
     let template: TaskTemplate<Int>
 
     init(
-        api: RegistryAPI, executor: ExecutorChoice, debounce: Duration, actionMicroseconds: Int, ledger: ShardedLedger
+        api: RegistryAPI, executor: ExecutorChoice, debounce: Duration, actionMicroseconds: Int,
+        ledger part: SlotLedger,
+        shardCount: Int
     ) throws {
         self.api = api
         self.executor = executor.actionExecutor
         self.debounce = debounce
         self.actionMicroseconds = actionMicroseconds
+        let ledger = ShardLedger(part: part, shardCount: shardCount)
         self.ledger = ledger
         if api == .synchronous {
             template = try .synchronous(debounce: debounce) { slot, context in

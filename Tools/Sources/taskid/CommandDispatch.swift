@@ -111,8 +111,8 @@ extension RegistryServer {
                 RESPReply.simple("OK", into: &out)
             case "GET":
                 let key = ServerKey(request[1])
-                let shard = shard(for: key)
-                if let result = try await shard.onLoop({ try shard.registry.result(of: key, as: ServerResult.self) }) {
+                if let result = try await registry.onShard(for: key, { try $0.result(of: key, as: ServerResult.self) })
+                {
                     RESPReply.arrayHeader(2, into: &out)
                     RESPReply.bulk(result.id.bytes, into: &out)
                     RESPReply.bulk(String(result.generation).utf8, into: &out)
@@ -122,10 +122,9 @@ extension RegistryServer {
             case "DEL":
                 var removed = 0
                 for key in arguments.map(ServerKey.init) {
-                    let shard = shard(for: key)
-                    let existed = try await shard.onLoop { () throws -> Bool in
-                        let existed = try shard.registry.contains(key)
-                        try shard.registry.remove(key)
+                    let existed = try await registry.onShard(for: key) { shard throws -> Bool in
+                        let existed = try shard.contains(key)
+                        try shard.remove(key)
                         return existed
                     }
                     if existed { removed += 1 }
@@ -134,18 +133,14 @@ extension RegistryServer {
             case "EXISTS":
                 var count = 0
                 for key in arguments.map(ServerKey.init) {
-                    let shard = shard(for: key)
-                    if try await shard.onLoop({ try shard.registry.contains(key) }) { count += 1 }
+                    if try await registry.onShard(for: key, { try $0.contains(key) }) { count += 1 }
                 }
                 RESPReply.integer(count, into: &out)
             case "DBSIZE":
-                var total = 0
-                for shard in shards { total += try await shard.onLoop { try shard.registry.counters.liveSlots } }
-                RESPReply.integer(total, into: &out)
+                RESPReply.integer(try await registry.countersSnapshot().liveSlots, into: &out)
             case "TASK.PHASE":
                 let key = ServerKey(request[1])
-                let shard = shard(for: key)
-                if let phase = try await shard.onLoop({ try shard.registry.phase(of: key)?.description }) {
+                if let phase = try await registry.onShard(for: key, { try $0.phase(of: key)?.description }) {
                     RESPReply.simple(phase, into: &out)
                 } else {
                     RESPReply.null(version, into: &out)
@@ -233,7 +228,7 @@ extension RegistryServer {
 
     /// `SET key id`: declares the key's task with that identity.
     private func declare(key: ServerKey, id: ServerID) throws {
-        let shard = shard(for: key)
-        try shard.registry.task(key, id: id, template: shard.work)
+        let index = registry.shardIndex(for: key)
+        try registry.shards[index].task(key, id: id, template: works[index])
     }
 }

@@ -14,13 +14,16 @@ import UVLoop
 /// The RESP2 server in front of a sharded task registry: `SET key id` declares the key's task
 /// with that identity, `GET key` returns the last committed result, and so on (see README).
 ///
-/// Connections live on the first loop; keys are hashed over the shards (one per loop).
-/// Threading: `start`, `stop`, `port` and `shard(for:)` may be called from any thread or task;
+/// Connections live on the first loop; keys are placed over the loops by the sharded registry.
+/// Threading: `start`, `stop`, `port`, `registry` and `works` may be used from any thread or task;
 /// everything else runs on the loops (the front loop's state is checked by `LoopBound`).
 final class RegistryServer: Sendable {
     let configuration: ServerConfiguration
     let group: UVLoopGroup
-    let shards: [ServerShard]
+    /// One registry shard per loop; a key's shard is `registry.shardIndex(for: key)`.
+    let registry: ShardedTaskRegistry<ServerKey>
+    /// What a SET runs on each shard, in the order of `registry.shards`.
+    let works: [TaskTemplate<ServerKey>]
     /// The time-outs and connection cap of `--work upstream:` runs, shared by the shards. Any
     /// thread.
     let upstreamLimits: UpstreamLimits
@@ -50,8 +53,9 @@ final class RegistryServer: Sendable {
             replyTimeoutMilliseconds: configuration.upstreamReplyTimeoutMilliseconds,
             maxConnections: configuration.upstreamMaxConnections)
         self.upstreamLimits = upstreamLimits
-        shards = try group.loops.map {
-            try ServerShard(loop: $0, configuration: configuration, upstreamLimits: upstreamLimits)
+        registry = ShardedTaskRegistry<ServerKey>(group: group)
+        works = try group.loops.map {
+            try WorkTemplate.make(on: $0, configuration: configuration, upstreamLimits: upstreamLimits)
         }
         front = LoopBound(FrontLoopState(), loop: group.loops[0])
         gate = configuration.loops > 1 ? TransactionGate(loop: group.loops[0]) : nil
@@ -59,13 +63,6 @@ final class RegistryServer: Sendable {
 
     /// The port bound by `start`, 0 before. Any thread.
     var port: Int { boundPort.load(ordering: .acquiring) }
-
-    /// The shard that owns `key`. Any thread.
-    func shard(for key: ServerKey) -> ServerShard {
-        // One loop: no hashing (each SET would otherwise hash its key twice).
-        if shards.count == 1 { return shards[0] }
-        return shards[shardIndex(forHash: key.hashValue, shardCount: shards.count)]
-    }
 
     /// Binds and starts accepting; returns the bound port. Any task.
     /// - Throws: `LoopError` (e.g. `EADDRINUSE`).
@@ -188,7 +185,7 @@ final class RegistryServer: Sendable {
         {
             await acceptTask.value
         }
-        for shard in shards { await shard.registry.shutdown() }
+        await registry.shutdown()
         await group.shutdown()
     }
 

@@ -5,14 +5,13 @@ import UVLoop
 extension RegistryServer {
     /// The registry's counters in Redis's INFO format. Front loop only.
     func info() async throws -> String {
-        var total = RegistryCounters()
-        for shard in shards { total = total + (try await shard.onLoop { try shard.registry.counters }) }
+        let total = try await registry.countersSnapshot()
         // On the front loop already (INFO runs there), so reading the client count does not
         // suspend: with one loop, INFO inside EXEC stays in the loop's turn.
         let clients = clientCount
         let lines =
             [
-                "# Server", "taskid_version:\(taskidVersion)", "tcp_port:\(port)", "loops:\(shards.count)",
+                "# Server", "taskid_version:\(taskidVersion)", "tcp_port:\(port)", "loops:\(registry.shards.count)",
                 "work:\(configuration.work)", "debounce_ms:\(configuration.debounceMilliseconds)",
                 "", "# Clients", "connected_clients:\(clients)", "maxclients:\(configuration.maxClients)",
                 "", "# Stats", "total_commands_processed:\(commandsProcessed)",

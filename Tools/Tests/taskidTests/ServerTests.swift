@@ -322,7 +322,7 @@ struct ServerTests {
         let server = try RegistryServer(configuration: configuration, logger: .quiet)
         for name in ["a", "b", "user:1", "user:2", "x"] {
             let key = ServerKey(name)
-            #expect(server.shard(for: key).loop === server.group.loop(forHash: key.hashValue))
+            #expect(server.registry.shard(for: key).loop === server.group.loop(forHash: key.hashValue))
         }
         await server.stop()
     }

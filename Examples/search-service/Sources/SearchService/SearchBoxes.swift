@@ -3,8 +3,9 @@ import TaskIdentity
 import UVLoop
 
 /// Every user's search box, spread over the event loops of the server's own
-/// `MultiThreadedEventLoopGroup`: one `SearchShard` (one registry) per event loop, a user's
-/// shard chosen by hashing the user id.
+/// `MultiThreadedEventLoopGroup` by a `ShardedTaskRegistry`: one registry shard per event loop
+/// (through `NIOTaskLoop`), a user's shard chosen by hashing the user id, and beside each shard
+/// its `SearchShard` (the users' typed queries, the templates).
 ///
 /// Why one registry per event loop, chosen by user: a registry's state lives on one loop
 /// thread without locks, so one registry per loop uses every core with no lock between them,
@@ -14,27 +15,35 @@ import UVLoop
 /// connections would then have two search boxes.)
 ///
 /// May be called from any task: every method hops to the user's event loop with
-/// `loop.submit`, which suspends the handler instead of blocking a thread.
+/// `registry.onShard(for:_:)`, which suspends the handler instead of blocking a thread.
 final class SearchBoxes: Sendable {
+    /// The task loops on the event loops, one per shard.
+    let loops: [NIOTaskLoop]
+    /// The registry shards, one per loop, placing users by `stableHash`.
+    let registry: ShardedTaskRegistry<String>
+    /// Each shard's typed queries and templates, in the order of `registry.shards`.
     let shards: [SearchShard]
 
     /// Creates one shard per event loop of `group`.
     ///
     /// May be called from any thread.
     init(group: any EventLoopGroup, latency: Duration) throws {
-        shards = try group.makeIterator().map { try SearchShard(eventLoop: $0, latency: latency) }
+        loops = group.makeIterator().map { NIOTaskLoop($0) }
+        registry = ShardedTaskRegistry<String>(loops: loops, shardHash: Self.stableHash)
+        shards = try loops.map { try SearchShard(loop: $0, latency: latency) }
     }
 
-    /// The shard of `user`: FNV-1a of the id's bytes, stable across runs (unlike `hashValue`,
-    /// which Swift seeds per process), so that a user's shard can be predicted in a log.
+    /// The placement hash of `user`: FNV-1a of the id's bytes, the same in every run (unlike
+    /// `hashValue`, which Swift seeds per process), so that a user's shard can be predicted in
+    /// a log.
     ///
     /// May be called from any thread.
-    func shard(for user: String) -> SearchShard {
+    @Sendable static func stableHash(of user: String) -> Int {
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325
         for byte in user.utf8 {
             hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01b3
         }
-        return shards[Int(hash % UInt64(shards.count))]
+        return Int(truncatingIfNeeded: hash)
     }
 
     /// A keystroke in `user`'s search box; returns the box's generation after it.
@@ -42,25 +51,25 @@ final class SearchBoxes: Sendable {
     /// - Throws: `RegistryError.shutDown` or `LoopError.shutDown` once the service is stopping.
     /// - Note: May be called from any task.
     func keystroke(user: String, query: String) async throws -> UInt64 {
-        let shard = shard(for: user)
-        return try await shard.loop.submit { try shard.keystroke(user: user, query: query) }
+        let box = shards[registry.shardIndex(for: user)]
+        return try await registry.onShard(for: user) { shard in
+            try box.keystroke(user: user, query: query, in: shard)
+        }
     }
 
     /// The search box of `user`, read on its event loop.
     ///
     /// - Note: May be called from any task.
     func state(of user: String) async throws -> SearchState {
-        let shard = shard(for: user)
-        return try await shard.loop.submit { try shard.state(of: user) }
+        let box = shards[registry.shardIndex(for: user)]
+        return try await registry.onShard(for: user) { shard in try box.state(of: user, in: shard) }
     }
 
-    /// The counters of every registry, added up.
+    /// The counters of every shard, added up.
     ///
     /// - Note: May be called from any task.
     func counters() async throws -> RegistryCounters {
-        var sum = RegistryCounters()
-        for shard in shards { sum = sum + (try await shard.registry.countersSnapshot()) }
-        return sum
+        try await registry.countersSnapshot()
     }
 
     /// Cancels every search and waits for them to end, then shuts the task loops down; call it
@@ -68,9 +77,7 @@ final class SearchBoxes: Sendable {
     ///
     /// - Note: May be called from any task.
     func shutdown() async {
-        for shard in shards {
-            await shard.registry.shutdown()
-            await shard.loop.shutdown()
-        }
+        await registry.shutdown()
+        for loop in loops { await loop.shutdown() }
     }
 }

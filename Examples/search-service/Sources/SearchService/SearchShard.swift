@@ -28,16 +28,16 @@ struct SearchState: Sendable, Codable {
     let results: SearchResult?
 }
 
-/// One event loop's share of the users: a task registry on that loop, whose slots are the
-/// users' search boxes (key = user id), and the query each user typed last.
+/// One event loop's share of the users' search boxes, beside that loop's registry shard (whose
+/// slots are the boxes, key = user id): the query each user typed last, and the search and
+/// clear templates that a keystroke declares.
 ///
-/// Threading: the registry and `typed` live on the event loop's thread; `keystroke` and
-/// `state` are called there (through `SearchBoxes`, which hops with `loop.submit`).
+/// Threading: `typed` lives on the event loop's thread; `keystroke` and `state` are called
+/// there, with the loop's registry shard (through `SearchBoxes`, which hops with
+/// `ShardedTaskRegistry.onShard(for:_:)`).
 ///
 /// `Sendable`: `typed` is a `LoopBound`, checked on every access; the rest is immutable.
 final class SearchShard: Sendable {
-    let loop: NIOTaskLoop
-    let registry: TaskRegistry<String>
     /// The latest query of each user. Event loop thread only.
     private let typed: LoopBound<[String: String]>
     /// The search a keystroke declares: made once, so a keystroke allocates no closure. Its
@@ -46,12 +46,10 @@ final class SearchShard: Sendable {
     /// What an empty query declares: clears the results at once, without searching.
     private let clear: TypedTaskTemplate<String, String>
 
-    /// Creates the shard on `eventLoop`; each search waits `latency` for the fake backend.
+    /// Creates the shard of `loop`; each search waits `latency` for the fake backend.
     ///
     /// May be called from any thread.
-    init(eventLoop: any EventLoop, latency: Duration) throws {
-        loop = NIOTaskLoop(eventLoop)
-        registry = TaskRegistry<String>(loop: loop)
+    init(loop: NIOTaskLoop, latency: Duration) throws {
         typed = LoopBound([:], loop: loop)
         // Debounce: only a query held for 250 ms is searched, so a burst of keystrokes runs
         // one search. Progress: a spinner only for searches still running after 150 ms.
@@ -70,25 +68,27 @@ final class SearchShard: Sendable {
         }
     }
 
-    /// Re-declares `user`'s search with the new query as its identity: an equal query leaves
-    /// the search alone, a new one cancels the running search (or re-arms the debounce).
+    /// Re-declares `user`'s search in `registry` (this loop's shard) with the new query as its
+    /// identity: an equal query leaves the search alone, a new one cancels the running search
+    /// (or re-arms the debounce).
     ///
     /// - Returns: the search box's generation after the keystroke.
     /// - Throws: `RegistryError.shutDown` once the service is shutting down.
     /// - Note: Event loop thread only.
-    func keystroke(user: String, query: String) throws -> UInt64 {
+    func keystroke(user: String, query: String, in registry: TaskRegistry<String>) throws -> UInt64 {
         typed.value[user] = query
         try registry.task(user, id: query, template: query.isEmpty ? clear : search)
         return try registry.generation(of: user) ?? 0
     }
 
-    /// The search box of `user` now. Every registry read of the example is here, so that a
-    /// change of the registry's query API touches one function.
+    /// The search box of `user` now, from `registry` (this loop's shard). Every registry read
+    /// of the example is here, so that a change of the registry's query API touches one
+    /// function.
     ///
     /// - Throws: `RegistryError.calledOffLoopThread` off the event loop's thread.
     /// - Note: Event loop thread only (the registry's synchronous getters are loop-thread only;
     ///   `snapshot(of:)` is their any-thread form).
-    func state(of user: String) throws(RegistryError) -> SearchState {
+    func state(of user: String, in registry: TaskRegistry<String>) throws(RegistryError) -> SearchState {
         try SearchState(
             user: user,
             query: typed.value[user] ?? "",
