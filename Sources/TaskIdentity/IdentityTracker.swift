@@ -17,7 +17,8 @@ class AnyIdentityTracker: @unchecked Sendable {
     // inbox; its state is touched on the loop thread only.
 
     /// False once the task's tracking has ended (slot removed, re-declared, shutdown).
-    final var isTracking = true
+    /// Unchecked exclusivity: loop thread only, no access held across a call (docs/safety.md).
+    @exclusivity(unchecked) final var isTracking = true
     final let subscription: ObservationSubscription
     /// What Observation calls after a tracked property is stored: made once per tracker, so
     /// that an evaluation allocates no closure for it.
@@ -52,8 +53,9 @@ final class IdentityTracker<Key: Hashable & Sendable, ID: Hashable & Sendable>: 
     /// The run body for a value, carrying its causal link (see `ObservedRun`).
     let makeBody: (ID, ObservedRun) -> RunBody
     /// The task's record once declared, so that an evaluation needs no lookup by key. Tracking
-    /// ends before the record can be replaced (removal, an explicit declaration).
-    var record: TaskRecord<Key>?
+    /// ends before the record can be replaced (removal, an explicit declaration). Unchecked
+    /// exclusivity: loop thread only, no access held across a call (docs/safety.md).
+    @exclusivity(unchecked) var record: TaskRecord<Key>?
 
     init(
         registry: TaskRegistry<Key>, key: Key, name: TaskName, values: TaskOptions.Values,
@@ -81,7 +83,7 @@ final class IdentityTracker<Key: Hashable & Sendable, ID: Hashable & Sendable>: 
             // The chain is too long. Read the value once more, untracked (its writes belong to
             // the chain too), and stop it, unless the value converged; tracking ends with it,
             // since a closure that re-triggers itself would otherwise never stop.
-            let value = ObservedRun.$current.withValue(run) { identity() }
+            let value = SynchronousCause.withCause(run) { identity() }
             if existing == nil || !identitiesEqual(existing!.identity, value) {
                 registry.core.counters.identityEvaluations &+= 1
                 registry.stopCycle(self, value: value, run: run)
@@ -89,16 +91,22 @@ final class IdentityTracker<Key: Hashable & Sendable, ID: Hashable & Sendable>: 
             }
         }
         subscription.arm(self)
-        let (tracked, settled) = ObservedRun.$current.withValue(run) {
+        var changedBetweenReads = false
+        let settled = SynchronousCause.withCause(run) { () -> ID in
             // Observation installs the subscription after `identity` returns: a write stored
             // on another thread in between is reported to nobody. Read once more, now that it
             // is installed: that read sees every write stored before, and every later write
-            // fires.
-            (withObservationTracking(identity, didSet: onChange), identity())
+            // fires. (The reads are compared here, so that no `(ID, ID)` tuple is made: in
+            // this unspecialized generic code its type metadata is built at run time, under a
+            // lock.)
+            let tracked = withObservationTracking(identity, didSet: onChange)
+            let settled = identity()
+            changedBetweenReads = settled != tracked
+            return settled
         }
         // The closure may have ended this tracking (by removing its own slot, say).
         guard isTracking else { return }
-        if settled != tracked, let again = subscription.take() {
+        if changedBetweenReads, let again = subscription.take() {
             // Something was written between the two reads, and the reads tracked may not be the
             // ones `settled` depends on (`useA ? a : b`): evaluate again, tracked, as if the
             // subscription had fired, as a step of this chain (a closure whose value changes
@@ -144,7 +152,7 @@ final class ObservationSubscription: Sendable {
     func fired(_ tracking: ObservationTracking) {
         tracking.cancel()  // one notification per evaluation: later writes wait for the next one
         guard let tracker = take() else { return }
-        inbox?.post(tracker, cause: ObservedRun.current)
+        inbox?.post(tracker, cause: ObservedRun.causeHere)
     }
 
     /// Disarms the subscription without posting. Any thread.
@@ -168,10 +176,12 @@ final class ObservationInbox: @unchecked Sendable {
     // `draining` only on the loop thread, inside `drain`. Owned by its registry; subscriptions
     // reach it weakly.
     private let mutex = PThreadMutex()
-    private var pending: [(tracker: AnyIdentityTracker, cause: ObservedRun?)] = []
-    private var drainScheduled = false
+    // Unchecked exclusivity: `mutex` orders every access to `pending` and `drainScheduled`, and
+    // `draining` is the loop thread's alone; none is held across a call (docs/safety.md).
+    @exclusivity(unchecked) private var pending: [(tracker: AnyIdentityTracker, cause: ObservedRun?)] = []
+    @exclusivity(unchecked) private var drainScheduled = false
     /// The batch being evaluated: swapped with `pending`, so that both keep their capacity.
-    private var draining: [(tracker: AnyIdentityTracker, cause: ObservedRun?)] = []
+    @exclusivity(unchecked) private var draining: [(tracker: AnyIdentityTracker, cause: ObservedRun?)] = []
     private let loop: any TaskLoop
 
     init(loop: any TaskLoop) {

@@ -12,8 +12,7 @@ extension TaskRegistry {
     /// - Note: May be called from any thread.
     public convenience init(loop: any TaskLoop, maxObservationDepth: Int) throws(RegistryError) {
         guard maxObservationDepth >= 1 else { throw .invalidObservationDepth(maxObservationDepth) }
-        self.init(loop: loop)
-        self.maxObservationDepth = maxObservationDepth
+        self.init(loop: loop, log: RegistryLog(), maxObservationDepth: maxObservationDepth)
     }
 
     /// Declares the task `name` of slot `key` with an identity **derived from observable
@@ -115,7 +114,7 @@ extension TaskRegistry {
                     try await ObservedRun.$current.withValue(run) { try await action(context) }
                 })
             case .synchronous(let action):
-                return .synchronous({ context in try ObservedRun.$current.withValue(run) { try action(context) } })
+                return .synchronous({ context in try SynchronousCause.withCause(run) { try action(context) } })
             }
         }
     }
@@ -133,7 +132,7 @@ extension TaskRegistry {
         observations[observerKey] = tracker
         // Declared inside an observed run (its action re-declaring a task, say), the first
         // evaluation is a step of that run's chain.
-        tracker.evaluate(cause: ObservedRun.current)
+        tracker.evaluate(cause: ObservedRun.causeHere)
     }
 
     /// Ends the tracking of the task `observerKey`, if it is observed. Loop thread only.

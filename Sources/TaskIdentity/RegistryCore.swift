@@ -245,26 +245,7 @@ final class RegistryCore: @unchecked Sendable {
         #endif
         switch body {
         case .task(let action):
-            let context = TaskContext(run: record, generation: generation, id: record.identity)
-            if let executor = record.options.values.executor.taskExecutor, executor !== loop {
-                record.runningTask = startOffLoop(record, generation: generation, on: executor, context, action)
-            } else {
-                // The closure captures the context and the action alone (the record and the
-                // generation are the context's): its capture box stays under 128 bytes, a size
-                // glibc's malloc recycles from a fast bin.
-                record.runningTask = RunTask(executorPreference: loop, priority: record.options.priority) {
-                    () async throws -> Void in
-                    var failure: (any Error)?
-                    // The action is `nonisolated(nonsending)`: it runs right here, on the loop.
-                    do {
-                        try await action(context)
-                    } catch {
-                        failure = error
-                    }
-                    context.run.core.runEnded(context.run, generation: context.generation, failure: failure)
-                }
-            }
-            pushProgressEntry(record, generation: generation)
+            startTask(record, generation: generation, action)
         case .synchronous(let action):
             if let queue = record.options.synchronousQueue {
                 let deadline = saturatingAdd(unretainedLoop.now.nanoseconds, queue.delayNanoseconds)
@@ -278,6 +259,31 @@ final class RegistryCore: @unchecked Sendable {
                 runSynchronously(record, generation: generation, identity: record.identity, action: action)
             }
         }
+    }
+
+    /// Starts the run's Swift task, on the loop or on the task's executor, and its progress
+    /// signal. Loop thread only.
+    private func startTask(_ record: AnyTaskRecord, generation: UInt64, _ action: @escaping TaskAction) {
+        let context = TaskContext(run: record, generation: generation, id: record.identity)
+        if let executor = record.options.values.executor.taskExecutor, executor !== loop {
+            record.runningTask = startOffLoop(record, generation: generation, on: executor, context, action)
+        } else {
+            // The closure captures the context and the action alone (the record and the
+            // generation are the context's): its capture box stays under 128 bytes, a size
+            // glibc's malloc recycles from a fast bin.
+            record.runningTask = RunTask(executorPreference: loop, priority: record.options.priority) {
+                () async throws -> Void in
+                var failure: (any Error)?
+                // The action is `nonisolated(nonsending)`: it runs right here, on the loop.
+                do {
+                    try await action(context)
+                } catch {
+                    failure = error
+                }
+                context.run.core.runEnded(context.run, generation: context.generation, failure: failure)
+            }
+        }
+        pushProgressEntry(record, generation: generation)
     }
 
     /// A run whose action runs on `executor`: the task prefers `executor`, where the action (a

@@ -139,11 +139,11 @@ extension TaskContext {
         let context = self
         // The body runs outside this task: it carries the run's causal link (an observed
         // run's), so that what it writes is known to be this run's.
-        let cause = ObservedRun.current
+        let cause = ObservedRun.causeHere
         do {
             try run.loop.execute {
                 if let cause {
-                    ObservedRun.$current.withValue(cause) { _ = context.landIfCurrent(body) }
+                    SynchronousCause.withCause(cause) { _ = context.landIfCurrent(body) }
                 } else {
                     _ = context.landIfCurrent(body)
                 }

@@ -50,8 +50,8 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
     /// before it, before the next re-evaluation is stopped as a cycle (see
     /// `ObservationCycleError`). 100 unless set with `init(loop:maxObservationDepth:)`.
     ///
-    /// Set once, before the registry is shared; may be read from any thread.
-    public internal(set) var maxObservationDepth = 100
+    /// May be read from any thread.
+    public let maxObservationDepth: Int
 
     /// A call from another thread, queued for the loop. Declarations are stored as values, not
     /// as closures: no allocation per call beyond the queue's growth, and nothing allocated on
@@ -89,7 +89,8 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
     }
 
     /// Creates an empty registry on `loop` that reports to `log`. May be called from any thread.
-    init(loop: any TaskLoop, log: RegistryLog) {
+    init(loop: any TaskLoop, log: RegistryLog, maxObservationDepth: Int = 100) {
+        self.maxObservationDepth = maxObservationDepth
         core = RegistryCore(loop: loop, log: log)
         observationInbox = ObservationInbox(loop: loop)
         core.owner = self

@@ -291,6 +291,72 @@ struct ObservationTests {
         }
     }
 
+    /// A run's own writes belong to its chain wherever in the run they happen: in the action
+    /// itself, in a child task (`async let`), in an unstructured task it creates, and through
+    /// either template or closure. (The run's task inherits the link from its creation.) Lost,
+    /// each write would start a new chain at depth 0 and run on to the action's own cap of 50.
+    @Test(arguments: ["action", "child task", "unstructured task", "template"])
+    func aRunsWritesBelongToItsChainWhereverTheyHappen(writer: String) throws {
+        let loop = TestLoop()
+        let registry = try TaskRegistry<Int>(loop: loop, maxObservationDepth: 4)
+        let counter = LoopBound(Counter(), loop: loop)
+        @Sendable func write(_ value: Int) { if value < 50 { counter.value.value = value + 1 } }
+        switch writer {
+        case "action":
+            try registry.task(1, tracking: { counter.value.value }) { value, _ in write(value) }
+        case "child task":
+            try registry.task(1, tracking: { counter.value.value }) { value, _ in
+                async let written: Void = write(value)
+                await written
+            }
+        case "unstructured task":
+            try registry.task(1, tracking: { counter.value.value }) { value, _ in
+                await Task(executorPreference: loop) { write(value) }.value
+            }
+        default:
+            let template = try TaskTemplate<Int> { _, context in write(context.id(as: Int.self)!) }
+            try registry.task(1, tracking: { counter.value.value }, template: template)
+        }
+        loop.run()
+        #expect(try registry.counters.observationCyclesStopped == 1, "\(writer)")
+        #expect(counter.value.value == 5, "\(writer): depths 0...4 wrote, the sixth generation was stopped")
+        registry.startShutdown()
+        loop.run()
+        loop.shutdown()
+    }
+
+    /// An identity closure's write belongs to its evaluation's run even when another registry
+    /// tracks what it wrote (the cause is the thread's, not the registry's): R1's closure
+    /// writes `b`, R2 tracks `b` and commits to `a`, which R1 tracks, so the chain crosses
+    /// registries at every step and is stopped. Lost, each of R1's writes would start a chain
+    /// at depth 0 and run on to the cap of 50.
+    @Test func anIdentityClosuresWriteIsItsRunsInAnyRegistry() throws {
+        let loop = TestLoop()
+        let first = try TaskRegistry<Int>(loop: loop, maxObservationDepth: 6)
+        let second = try TaskRegistry<Int>(loop: loop, maxObservationDepth: 6)
+        let a = LoopBound(Counter(), loop: loop)
+        let b = LoopBound(Counter(), loop: loop)
+        try first.task(
+            1,
+            tracking: { () -> Int in
+                let value = a.value.value
+                if value > 0 && value < 50 && b.value.value != value { b.value.value = value }
+                return value
+            }
+        ) { _, _ in }
+        try second.task(1, tracking: { b.value.value }) { value, context in
+            if value > 0 { context.commit { a.value.value = value + 1 } }
+        }
+        a.value.value = 1  // from outside: depth 0
+        loop.run()
+        let stopped = try first.counters.observationCyclesStopped + second.counters.observationCyclesStopped
+        #expect(stopped == 1)
+        #expect(a.value.value < 10, "the chain was stopped near the limit, not at the cap (a = \(a.value.value))")
+        for registry in [first, second] { registry.startShutdown() }
+        loop.run()
+        loop.shutdown()
+    }
+
     /// Removing the slot ends the tracking: a later write evaluates nothing, and the closure
     /// (with what it captured) is freed.
     @Test func removalEndsTrackingAndFreesTheClosure() throws {
