@@ -106,6 +106,8 @@ struct ChurnBench: ParsableCommand {
     /// The identity stream split by shard (slot s belongs to shard s % loops, the placement of
     /// the registry's `shardHash: { $0 }`), in stream order.
     private func streamShares() -> [[UInt32]] {
+        // Locals: the options' getters look up generic metadata on every call.
+        let (loops, slots, changes) = (self.loops, self.slots, self.changes)
         var shares = [[UInt32]](repeating: [], count: loops)
         for index in shares.indices { shares[index].reserveCapacity(changes / loops + changes / 100 + 16) }
         var stream = IdentityStream()
@@ -115,6 +117,7 @@ struct ChurnBench: ParsableCommand {
         }
         return shares
     }
+
 
     // MARK: - registry
 
