@@ -118,7 +118,6 @@ struct ChurnBench: ParsableCommand {
         return shares
     }
 
-
     // MARK: - registry
 
     /// Returns how many declarations were refused with `.overloaded` (and declared again).
