@@ -34,7 +34,9 @@ public final class ShardedTaskRegistry<Key: Hashable & Sendable>: Sendable {
     /// a key lands on `group.loop(forHash: key.hashValue)`.
     ///
     /// May be called from any thread.
-    /// - Parameter shardHash: the hash that places a key (see `init(loops:shardHash:)`).
+    /// - Parameters:
+    ///   - group: one shard per loop of the group.
+    ///   - shardHash: the hash that places a key (see `init(loops:shardHash:)`).
     public init(group: UVLoopGroup, shardHash: (@Sendable (Key) -> Int)? = nil) {
         shards = group.loops.map { TaskRegistry<Key>(loop: $0) }
         self.shardHash = shardHash

@@ -562,9 +562,12 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
     /// The phases of the task `name` of slot `key`, starting with its phase now (`idle` if it is
     /// not declared), across removals and re-declarations, until the registry shuts down.
     ///
-    /// - Parameter bufferingPolicy: what the stream keeps for a consumer that falls behind.
-    ///   The default keeps every update (memory grows with a slow consumer); a view that only
-    ///   shows the current phase wants `.bufferingNewest(1)`, which keeps the latest.
+    /// - Parameters:
+    ///   - key: the slot.
+    ///   - name: which of the slot's tasks (default `.main`).
+    ///   - bufferingPolicy: what the stream keeps for a consumer that falls behind. The default
+    ///     keeps every update (memory grows with a slow consumer); a view that only shows the
+    ///     current phase wants `.bufferingNewest(1)`, which keeps the latest.
     /// - Note: May be called from any thread; the stream may be consumed anywhere. Requested
     ///   from another thread before the loop starts, the stream ends at once, empty.
     public func phaseUpdates(

@@ -24,7 +24,16 @@ public final class TypedTaskTemplate<Key: Hashable & Sendable, ID: Hashable & Se
 
     /// Makes a template; the parameters mean what they mean for `TaskTemplate.init`.
     ///
-    /// - Parameter action: the work, given the slot's key, the identity and the run's context.
+    /// - Parameters:
+    ///   - name: which of a slot's tasks the template declares (default `.main`).
+    ///   - priority: the Swift task priority of the action.
+    ///   - debounce: start only once no new identity has arrived for this long.
+    ///   - throttle: start at most once per window.
+    ///   - policy: what a new identity does to a run still in progress.
+    ///   - progressDelay: turn the run's progress signal on only if it is still running after
+    ///     this long (nil: never).
+    ///   - executor: where the action runs (default: the registry's loop).
+    ///   - action: the work, given the slot's key, the identity and the run's context.
     /// - Throws: `RegistryError.invalidDuration` for a negative duration.
     /// - Note: May be called from any thread.
     public convenience init(

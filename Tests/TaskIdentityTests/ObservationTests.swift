@@ -659,7 +659,7 @@ struct ObservationTests {
         let counter = LoopBound(Counter(), loop: loop)
         try registry.task(1, tracking: { counter.value.value }) { _, _ in }
         loop.run()
-        weak var subscription = registry.observations.values.first?.subscription
+        weak let subscription = registry.observations.values.first?.subscription
         try registry.remove(1)
         loop.run()
         #expect(subscription != nil, "still in the model's registrar: Observation cannot withdraw it")
