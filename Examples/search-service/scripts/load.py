@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Many users typing into the search service at once, with an oracle.
 
-    load.py BASE_URL [--users N] [--seconds S] [--seed K]
+    load.py BASE_URL [--users N] [--seconds S] [--seed K] [--self-test]
 
 Each user is an asyncio task with a keep-alive connection of its own and a rhythm of its own
 (a typing speed, pauses between words, now and then a backspace), typing words letter by
@@ -18,7 +18,10 @@ It prints one `key=value` line: users, keystrokes, reads, requests per second, p
 latency of the requests, the searches started, cancelled and finished (from `/stats`), stale
 and wrong finals. Standard library only.
 
-Exit codes: 0 the oracle holds, 1 it does not (or a request failed), 2 usage.
+`--self-test` first checks the oracle itself on scripted answers (it must flag a stale read).
+
+Exit codes: 0 the oracle holds, 1 it does not (or a request failed, or the self-test failed),
+2 usage.
 """
 
 import argparse
@@ -162,6 +165,46 @@ class User:
             await asyncio.sleep(0.05)
 
 
+class ScriptedConnection:
+    """Answers each GET with the next of `states` (for the self-test)."""
+
+    def __init__(self, states):
+        self.states = list(states)
+
+    async def get(self, path):
+        return self.states.pop(0)
+
+    def close(self):
+        pass
+
+
+def self_test():
+    """The oracle on scripted answers: it must flag an older query's results read after a
+    newer one's, and pass a box that only moves forward. Returns the failures."""
+
+    def box(query):
+        return {"phase": "finished", "results": {"query": query, "matches": []}}
+
+    async def reads(typed, answers):
+        user = User("scripted", random.Random(0), ScriptedConnection(answers), [])
+        user.typed = typed
+        for _ in answers:
+            await user.read()
+        return user.stale
+
+    failures = []
+    typed = ["s", "se", "sea", "sear", "searc", "search"]
+    if asyncio.run(reads(typed, [box("sea"), box("search"), box("sea")])) == []:
+        failures.append("results for 'sea' read after those for 'search' were not flagged")
+    if asyncio.run(reads(typed, [box("se"), box("sea"), box("search"), box("search")])) != []:
+        failures.append("a box that only moved forward was flagged")
+    # A query typed twice counts as its later typing: reading it after a query typed between
+    # the two is not stale.
+    if asyncio.run(reads(["sea", "seat", "sea"], [box("seat"), box("sea")])) != []:
+        failures.append("a query typed again was flagged")
+    return failures
+
+
 async def main_async(arguments):
     parsed = urllib.parse.urlparse(arguments.base)
     host, port = parsed.hostname, parsed.port
@@ -216,7 +259,14 @@ def main():
     parser.add_argument("--users", type=int, default=200)
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--self-test", action="store_true", help="check the oracle on scripted answers, then run")
     arguments = parser.parse_args()
+    if arguments.self_test:
+        failures = self_test()
+        for failure in failures:
+            print(f"load: self-test: {failure}", file=sys.stderr)
+        if failures:
+            return 1
     if arguments.users < 1 or arguments.seconds <= 0:
         parser.error("--users must be at least 1 and --seconds positive")
     try:
