@@ -2,8 +2,8 @@
 /// whose writes made this task's identity change (`parent`), and how many such steps led here
 /// (`depth`).
 ///
-/// Each run of an observed task carries its link in the task-local `current` (and, for code it
-/// runs synchronously outside its task, in `SynchronousCause`), for its action,
+/// Each run of an observed task carries its link in the task-local `current` (and, while its
+/// identity closure is evaluated, in `SynchronousCause`), for its action,
 /// its commits and its child tasks, so that Observation, which reports a change synchronously
 /// in the writer's context, tells which run wrote. A change with no run behind it (a request
 /// handler, a timer, the test itself) starts a new chain at depth 0.

@@ -114,7 +114,9 @@ extension TaskRegistry {
                     try await ObservedRun.$current.withValue(run) { try await action(context) }
                 })
             case .synchronous(let action):
-                return .synchronous({ context in try SynchronousCause.withCause(run) { try action(context) } })
+                // A task-local binding, not `SynchronousCause`: a task the action creates inherits
+                // it. (Not on the hot path: the thread word is for identity evaluations.)
+                return .synchronous({ context in try ObservedRun.$current.withValue(run) { try action(context) } })
             }
         }
     }

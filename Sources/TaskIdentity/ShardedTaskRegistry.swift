@@ -53,8 +53,8 @@ public final class ShardedTaskRegistry<Key: Hashable & Sendable>: Sendable {
     ///     unsigned (`shardIndex(forHash:shardCount:)`). Nil (the default) uses `hashValue`,
     ///     which Swift seeds per process; give a hash of your own for a placement that is the
     ///     same in every process (a user's shard named in a log), or one you choose (`{ $0 }`
-    ///     puts integer key `k` on shard `k % loops.count`). Called on every call that takes a
-    ///     key, from any thread: it must be cheap and must not fail.
+    ///     puts a non-negative integer key `k` on shard `k % loops.count`). Called on every
+    ///     call that takes a key, from any thread: it must be cheap and must not fail.
     public init(loops: [any TaskLoop], shardHash: (@Sendable (Key) -> Int)? = nil) {
         precondition(!loops.isEmpty, "a sharded registry needs at least one loop")
         shards = loops.map { TaskRegistry<Key>(loop: $0) }

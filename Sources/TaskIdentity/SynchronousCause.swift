@@ -6,16 +6,16 @@
     import Darwin
 #endif
 
-/// The causal link of an observed run whose code runs synchronously on the calling thread
-/// now, outside the run's task: an identity closure being evaluated, a synchronous action, a
-/// posted commit landing. Observation reports a write in the writer's context, so a write made
-/// there is known to be that run's.
+/// The causal link of the observed run whose identity closure is being evaluated on the calling
+/// thread now, outside any task of the run's. Observation reports a write in the writer's
+/// context, so a write the closure makes is known to be that run's.
 ///
-/// A thread-local word, set and restored around that code, instead of binding the task-local
-/// `ObservedRun.current`: outside a task, a task-local binding allocates its entry with malloc
-/// (about 650 instructions per evaluation on W7), where this costs two `pthread_setspecific`.
-/// A task created inside that code does not inherit it (an identity closure has no business
-/// creating one; a synchronous action's task does not write as the run).
+/// A thread-local word, set and restored around the evaluation, instead of binding the
+/// task-local `ObservedRun.current`: outside a task, a task-local binding allocates its entry
+/// with malloc (about 650 instructions per evaluation on W7), where this costs two
+/// `pthread_setspecific`. A task created inside the closure does not inherit it: an identity
+/// closure must be a function of the state it reads, with no side effects. (Synchronous actions
+/// and posted commits, which may create tasks, bind the task-local instead.)
 ///
 /// May be used from any thread; each thread sees its own.
 enum SynchronousCause {
@@ -29,6 +29,8 @@ enum SynchronousCause {
 
     /// Runs `body` with `run` as the calling thread's synchronous cause, then restores the one
     /// before (causes nest: an identity closure that declares another observed task).
+    ///
+    /// Any thread; the word is the calling thread's.
     @inline(__always)
     static func withCause<Result>(_ run: ObservedRun, _ body: () throws -> Result) rethrows -> Result {
         let previous = pthread_getspecific(key)
@@ -40,7 +42,8 @@ enum SynchronousCause {
         return try withExtendedLifetime(run) { try body() }
     }
 
-    /// The calling thread's synchronous cause, if code of an observed run is running on it now.
+    /// The calling thread's synchronous cause, if an identity evaluation is running on it now.
+    /// Any thread.
     static var current: ObservedRun? {
         guard let pointer = pthread_getspecific(key) else { return nil }
         return Unmanaged<ObservedRun>.fromOpaque(pointer).takeUnretainedValue()

@@ -143,7 +143,7 @@ extension TaskContext {
         do {
             try run.loop.execute {
                 if let cause {
-                    SynchronousCause.withCause(cause) { _ = context.landIfCurrent(body) }
+                    ObservedRun.$current.withValue(cause) { _ = context.landIfCurrent(body) }
                 } else {
                     _ = context.landIfCurrent(body)
                 }

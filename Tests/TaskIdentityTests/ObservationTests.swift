@@ -295,7 +295,7 @@ struct ObservationTests {
     /// itself, in a child task (`async let`), in an unstructured task it creates, and through
     /// either template or closure. (The run's task inherits the link from its creation.) Lost,
     /// each write would start a new chain at depth 0 and run on to the action's own cap of 50.
-    @Test(arguments: ["action", "child task", "unstructured task", "template"])
+    @Test(arguments: ["action", "child task", "unstructured task", "template", "synchronous action's task"])
     func aRunsWritesBelongToItsChainWhereverTheyHappen(writer: String) throws {
         let loop = TestLoop()
         let registry = try TaskRegistry<Int>(loop: loop, maxObservationDepth: 4)
@@ -313,8 +313,16 @@ struct ObservationTests {
             try registry.task(1, tracking: { counter.value.value }) { value, _ in
                 await Task(executorPreference: loop) { write(value) }.value
             }
-        default:
+        case "template":
             let template = try TaskTemplate<Int> { _, context in write(context.id(as: Int.self)!) }
+            try registry.task(1, tracking: { counter.value.value }, template: template)
+        default:
+            // A synchronous action runs on the loop outside any task; a task it creates inherits
+            // the run's link all the same.
+            let template = try TaskTemplate<Int>.synchronous { _, context in
+                let value = context.id(as: Int.self)!
+                Task(executorPreference: loop) { write(value) }
+            }
             try registry.task(1, tracking: { counter.value.value }, template: template)
         }
         loop.run()

@@ -38,6 +38,7 @@ WORDS = [
     "deliver", "stale", "stable", "result", "resolve", "query", "quest",
 ]
 SETTLE_LIMIT_S = 20.0
+REQUEST_LIMIT_S = 10.0  # one request (connect, send, answer) longer than this fails the run
 
 
 class Connection:
@@ -48,6 +49,9 @@ class Connection:
         self.reader = self.writer = None
 
     async def get(self, path):
+        return await asyncio.wait_for(self._get(path), REQUEST_LIMIT_S)
+
+    async def _get(self, path):
         for attempt in (1, 2):
             try:
                 if self.writer is None:
@@ -271,7 +275,7 @@ def main():
         parser.error("--users must be at least 1 and --seconds positive")
     try:
         return asyncio.run(main_async(arguments))
-    except (OSError, RuntimeError, asyncio.IncompleteReadError) as error:
+    except (OSError, RuntimeError, asyncio.IncompleteReadError, asyncio.TimeoutError) as error:
         print(f"load: a request failed: {error}", file=sys.stderr)
         return 1
 
