@@ -147,12 +147,6 @@ final class ShardedLedger: Sendable {
         return count == 1 ? (parts[0], slot) : (parts[slot % count], slot / count)
     }
 
-    @inline(__always)
-    func complete(slot: Int, generation: UInt64) {
-        let (part, index) = locate(slot)
-        part.complete(slot: index, generation: generation)
-    }
-
     var actions: Int { parts.reduce(0) { $0 + $1.actions } }
     var stale: Int { parts.reduce(0) { $0 + $1.stale } }
     var missingFinal: Int { parts.reduce(0) { $0 + $1.missingFinal } }
