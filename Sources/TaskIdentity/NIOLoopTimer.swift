@@ -21,7 +21,8 @@
         /// Strong: the loop keeps its timers unretained (see `NIOTaskLoop.openTimers`), so
         /// there is no cycle, and the loop lives as long as a timer that may reach it.
         private let loop: NIOTaskLoop
-        private let onFire: () -> Void
+        /// Released at `close()`, as `UVTimer` does: a callback holding its timer is no cycle.
+        private var onFire: (() -> Void)?
         private var scheduled: Scheduled<Void>?
         /// The number of the latest arming; a firing of an earlier one is stale.
         private var arming: UInt64 = 0
@@ -52,7 +53,7 @@
             ) { [weak self] in
                 guard let self, !self.closed, self.arming == thisArming else { return }
                 self.scheduled = nil
-                self.onFire()
+                self.onFire?()
             }
         }
 
@@ -69,6 +70,7 @@
             guard !closed else { return }
             stop()
             closed = true
+            onFire = nil
             loop.timerClosed(self)
         }
 

@@ -154,6 +154,11 @@
         /// - Note: May be called from any task.
         public func sleep(until deadline: LoopInstant) async throws {
             try Task.checkCancellation()
+            // Refused before anything is scheduled: after the shutdown the event loop itself may
+            // be gone, and NIO traps on the promise of a task scheduled there.
+            guard lifecycle.withLock({ $0.stage != .shutDown }) else {
+                throw LoopError(.shutDown, operation: "NIOTaskLoop.sleep")
+            }
             let scheduled = eventLoop.scheduleTask(deadline: .uptimeNanoseconds(deadline.nanoseconds)) {}
             let id = lifecycle.withLock { state -> UInt64? in
                 guard state.stage != .shutDown else { return nil }

@@ -103,7 +103,7 @@ public final class TestLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomS
             while let timer = timers.first, timer.deadline <= deadline.nanoseconds {
                 timers.removeFirst()
                 setNow(timer.deadline)
-                timer.onFire()
+                timer.onFire?()
                 runQueuedWork()
             }
             setNow(deadline.nanoseconds)
@@ -265,7 +265,8 @@ public final class TestLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomS
 /// A virtual timer of a `TestLoop`. Loop thread only.
 final class TestTimer: LoopTimer, DeadlineHeapNode {
     private unowned let loop: TestLoop
-    let onFire: () -> Void
+    /// Released at `close()`, as `UVTimer` does: a callback holding its timer is no cycle.
+    private(set) var onFire: (() -> Void)?
     var deadline: UInt64 = 0
     var sequence: UInt64 = 0
     var heapIndex = -1
@@ -305,6 +306,7 @@ final class TestTimer: LoopTimer, DeadlineHeapNode {
     func close() {
         guard !closed else { return }
         closed = true
+        onFire = nil
         loop.forget(self)
     }
 
@@ -316,6 +318,7 @@ final class TestTimer: LoopTimer, DeadlineHeapNode {
     /// Closes the timer without touching its loop, which is being deinitialised.
     func detachFromDeinitialisingLoop() {
         closed = true
+        onFire = nil
         heapIndex = -1
     }
 }

@@ -14,7 +14,9 @@ public final class UVTimer: LoopTimer {
     private unowned let loop: UVLoop
     // libuv needs the handle at a stable address until its close callback frees it.
     private var handle: UnsafeMutablePointer<uv_timer_t>?
-    private let onFire: () -> Void
+    /// Released at `close()`, so that a callback holding its own timer (to re-arm it) does
+    /// not keep the two alive once the timer is closed or the loop shut down.
+    private var onFire: (() -> Void)?
     private var deadline: UInt64 = 0
     private var closedByShutdown = false
     /// A zero-timeout start made during libuv's timer phase, waiting for that phase to end.
@@ -114,6 +116,7 @@ public final class UVTimer: LoopTimer {
         guard let handle else { return }
         deferredStart = false
         self.handle = nil
+        onFire = nil
         handle.pointee.data = nil
         uv_close(clibuv_timer_as_handle(handle), uvTimerClosed)
     }
@@ -136,7 +139,7 @@ public final class UVTimer: LoopTimer {
             uv_timer_start(handle, uvTimerFired, 1, 0)
             return
         }
-        onFire()
+        onFire?()
     }
 }
 
