@@ -82,7 +82,7 @@ public struct LoopError: Error, Hashable, Sendable, CustomStringConvertible {
         return "\(operation): \(code)"
     }
 
-    fileprivate static func name(ofLibuvCode code: Int32) -> String { String(cString: uv_err_name(code)) }
+    static func name(ofLibuvCode code: Int32) -> String { String(cString: uv_err_name(code)) }
 
     /// Converts a libuv return value into a thrown error when it is negative.
     @inlinable

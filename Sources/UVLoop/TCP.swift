@@ -249,7 +249,8 @@ final class TCPSocket: @unchecked Sendable {
         // Unretained: close() clears `data` before the socket can go away; callbacks check it.
         handle.pointee.data = Unmanaged.passUnretained(self).toOpaque()
         loop.handleOpened()
-        uv_tcp_nodelay(handle, 1)
+        let noDelay = uv_tcp_nodelay(handle, 1)
+        if noDelay < 0 { loop.log.debug("\(loop): uv_tcp_nodelay failed: \(LoopError.name(ofLibuvCode: noDelay))") }
     }
 
     deinit {
@@ -294,7 +295,12 @@ final class TCPSocket: @unchecked Sendable {
 
     fileprivate func connectionArrived(status: Int32) {
         if status < 0 {
-            acceptWaiter.take()?.resume(throwing: LoopError(.libuv(status), operation: "accept"))
+            if let waiter = acceptWaiter.take() {
+                waiter.resume(throwing: LoopError(.libuv(status), operation: "accept"))
+            } else {
+                loop.log.debug(
+                    "\(loop): a connection failed with nobody accepting: \(LoopError.name(ofLibuvCode: status))")
+            }
             return
         }
         pendingConnections += 1

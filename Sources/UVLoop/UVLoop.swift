@@ -40,6 +40,8 @@ import Synchronization
 public final class UVLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomStringConvertible {
     /// The loop's name, used in messages.
     public let name: String
+    /// Where the loop's life and swallowed errors go (a swift-log logger with the Logging trait).
+    let log: LoopLog
 
     /// State shared with other threads, guarded by `crossThread`.
     struct CrossThreadState {
@@ -89,8 +91,13 @@ public final class UVLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomStr
     ///
     /// May be called from any thread.
     /// - Parameter name: used in messages and descriptions.
-    public init(name: String = "uv-loop") {
+    public convenience init(name: String = "uv-loop") {
+        self.init(name: name, log: LoopLog())
+    }
+
+    init(name: String, log: LoopLog) {
         self.name = name
+        self.log = log
         uvLoop = .allocate(capacity: 1)
         wakeup = .allocate(capacity: 1)
         idle = .allocate(capacity: 1)
@@ -406,7 +413,8 @@ public final class UVLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomStr
     private func wakeLoopLocked(_ state: inout CrossThreadState) {
         guard !state.wakeupPending, lifecycle.load(ordering: .relaxed).loopThreadIsAwake else { return }
         state.wakeupPending = true
-        uv_async_send(wakeup)
+        let result = uv_async_send(wakeup)
+        if result < 0 { log.debug("\(self): uv_async_send failed: \(LoopError.name(ofLibuvCode: result))") }
     }
 
     @inline(__always)
@@ -477,6 +485,7 @@ public final class UVLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomStr
             lifecycle.store(next, ordering: .releasing)
         }
         started.raise()
+        log.debug("\(self) started")
         drainCrossThreadQueue()  // work enqueued before start(), and an early shutdown request
         runLocalWork()
         if !hasBegunShutdown {
@@ -492,9 +501,28 @@ public final class UVLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomStr
         // still takes work and timers.
         shutdownHooks.runOnce()
         crossThread.withLock { _ in lifecycle.store(.shuttingDown, ordering: .releasing) }
+        log.debug(
+            "\(self) shutting down: \(liveHandles.load(ordering: .relaxed) - Self.ownHandleCount) handles to close")
         sleepers.cancelAll()
         uv_walk(uvLoop, uvLoopCloseForShutdown, nil)
         uv_stop(uvLoop)
+    }
+
+    /// The types of the handles libuv still has on this loop, counted: `timer ×2, tcp`. Loop
+    /// thread only, before the loop's memory is freed.
+    private func openHandleTypes() -> String {
+        var counts: [String: Int] = [:]
+        withUnsafeMutablePointer(to: &counts) { pointer in
+            uv_walk(
+                uvLoop,
+                { handle, argument in
+                    // `argument` is the dictionary above, alive for the walk.
+                    let counts = argument!.assumingMemoryBound(to: [String: Int].self)
+                    counts.pointee[String(cString: uv_handle_type_name(handle!.pointee.type)), default: 0] += 1
+                }, pointer)
+        }
+        return counts.sorted { $0.key < $1.key }.map { $0.value == 1 ? $0.key : "\($0.key) ×\($0.value)" }
+            .joined(separator: ", ")
     }
 
     /// Called by `uv_walk` for each handle at shutdown.
@@ -516,12 +544,19 @@ public final class UVLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomStr
         if !hasBegunShutdown { beginShutdown() }
         // Let woken tasks finish and close callbacks run. Bounded: a task that re-enqueues
         // itself forever would otherwise keep the loop alive; it moves to the trampoline below.
+        var drained = false
         for _ in 0..<10_000 {
             drainCrossThreadQueue()
             runLocalWork()
             uv_run(uvLoop, UV_RUN_NOWAIT)
             let quiet = crossThread.withLock { $0.incoming.isEmpty }
-            if quiet && local.isEmpty && liveHandles.load(ordering: .relaxed) == Self.ownHandleCount { break }
+            if quiet && local.isEmpty && liveHandles.load(ordering: .relaxed) == Self.ownHandleCount {
+                drained = true
+                break
+            }
+        }
+        if !drained {
+            log.debug("\(self): work still enqueued after 10,000 rounds of shutting down runs on the enqueuing threads")
         }
 
         let waiters = crossThread.withLock { state -> [UnsafeContinuation<Void, Never>] in
@@ -534,7 +569,15 @@ public final class UVLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomStr
         uv_close(clibuv_async_as_handle(wakeup), uvLoopHandleClosed)
         uv_close(clibuv_idle_as_handle(idle), uvLoopHandleClosed)
         uv_run(uvLoop, UV_RUN_DEFAULT)
-        loopCloseStatus.store(uv_loop_close(uvLoop), ordering: .releasing)
+        let closeResult = uv_loop_close(uvLoop)
+        loopCloseStatus.store(closeResult, ordering: .releasing)
+        if closeResult == 0 {
+            log.debug("\(self) shut down")
+        } else {
+            log.warning(
+                "\(self) shut down with handles still open (uv_loop_close: \(LoopError.name(ofLibuvCode: closeResult))): \(openHandleTypes())"
+            )
+        }
         loopThreadID.store(0, ordering: .releasing)
         // Whoever waits for the shutdown is told first: work still queued (a task that keeps
         // re-enqueueing itself) runs below on this thread, and must not hold the shutdown up.

@@ -21,13 +21,17 @@ public final class UVLoopGroup: Sendable {
     /// - Throws: `LoopError` if a loop cannot start (the ones already started are shut down),
     ///   or `LoopError.libuv(UV_EINVAL)` for a count below 1.
     /// - Note: May be called from any thread.
-    public init(loops count: Int, namePrefix: String = "uv-loop") throws(LoopError) {
+    public convenience init(loops count: Int, namePrefix: String = "uv-loop") throws(LoopError) {
+        try self.init(loops: count, namePrefix: namePrefix, log: LoopLog())
+    }
+
+    init(loops count: Int, namePrefix: String, log: LoopLog) throws(LoopError) {
         guard count >= 1 else {
             throw LoopError(.libuv(UV_EINVAL.rawValue), operation: "UVLoopGroup.init(loops: \(count))")
         }
         var loops: [UVLoop] = []
         for index in 0..<count {
-            let loop = UVLoop(name: "\(namePrefix)-\(index)")
+            let loop = UVLoop(name: "\(namePrefix)-\(index)", log: log)
             do {
                 try loop.start()
             } catch {

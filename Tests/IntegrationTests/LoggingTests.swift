@@ -1,9 +1,11 @@
 #if Logging
+    import CLibUV
     import Logging
     import Synchronization
     import Testing
     import TaskIdentity
-    import UVLoop
+
+    @testable import UVLoop
 
     /// A log handler that keeps every record, for asserting what the registry logged.
     ///
@@ -80,6 +82,52 @@
             registry.startShutdown()
             loop.run()
             loop.shutdown()
+        }
+    }
+
+    @Suite("Logging trait: a UVLoop's life and what it would otherwise swallow")
+    struct LoopLoggingTests {
+        @Test func startAndShutdownAreLoggedAtDebug() async throws {
+            let logs = CapturedLogs()
+            let loop = UVLoop(name: "logged", logger: logs.logger())
+            #expect(loop.logger?.label == "test")
+            try loop.start()
+            // One handle for the shutdown to close: a timer kept open until then.
+            let timer = try await loop.submit { UncheckedBox(try loop.makeTimer {}) }
+            await loop.shutdown()
+            withExtendedLifetime(timer) {}
+            #expect(loop.loopCloseResult == 0)
+            #expect(
+                logs.all.map(\.message) == [
+                    "UVLoop(logged) started", "UVLoop(logged) shutting down: 1 handles to close",
+                    "UVLoop(logged) shut down",
+                ])
+            #expect(logs.all.allSatisfy { $0.level == .debug })
+        }
+
+        @Test func handlesLeftOpenAtCloseAreAWarningThatNamesThem() async throws {
+            let logs = CapturedLogs()
+            let loop = UVLoop(name: "leaky", logger: logs.logger())
+            try loop.start()
+            // A raw libuv timer that no UVLoop owner knows of: shutdown cannot close it, so
+            // uv_loop_close finds it open (what a defect in a handle's owner would leave).
+            let stray = UnsafeMutablePointer<uv_timer_t>.allocate(capacity: 1)
+            defer { stray.deallocate() }  // the loop thread has exited: libuv no longer sees it
+            let strayAddress = Int(bitPattern: stray)
+            try await loop.submit {
+                let stray = UnsafeMutablePointer<uv_timer_t>(bitPattern: strayAddress)!
+                _ = uv_timer_init(loop.uvLoop, stray)
+                stray.pointee.data = nil
+            }
+            await loop.shutdown()
+            #expect(loop.loopCloseResult == UV_EBUSY.rawValue)
+            let warnings = logs.all.filter { $0.level == .warning }.map(\.message)
+            #expect(warnings == ["UVLoop(leaky) shut down with handles still open (uv_loop_close: EBUSY): timer"])
+        }
+
+        @Test func aLoopWithoutALoggerHasNone() throws {
+            let loop = UVLoop(name: "quiet")
+            #expect(loop.logger == nil)
         }
     }
 #endif
