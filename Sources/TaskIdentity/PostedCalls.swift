@@ -52,6 +52,14 @@ final class PostedCalls<Operation>: @unchecked Sendable {  // unchecked: its var
         mutex.unlock()
     }
 
+    /// Whether the registry takes no more calls. Any thread.
+    @usableFromInline
+    var isClosed: Bool {
+        mutex.lock()
+        defer { mutex.unlock() }
+        return closed
+    }
+
     /// Refuses further calls; with `dropping`, also takes the queued ones out and returns them,
     /// so that the caller can answer the ones that someone waits for.
     @usableFromInline

@@ -103,16 +103,23 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
         // Released without shutdown: like a view disappearing, every task is cancelled (phase
         // `cancelled(.registryShutDown)`) and every phase stream ends, on the loop thread.
         let core = self.core
-        guard !core.isShutDown else { return }
         // Subscriptions may outlive the registry in the models' registrars: detach them now.
         for tracker in observations.values { tracker.subscription.cancel() }
+        // Calls posted and not applied yet (left for a shutdown hook that will now find no
+        // registry): their waiters are answered, as after a shutdown.
+        let dropped = posted.close(dropping: true)
+        if !dropped.isEmpty { core.logDebug("registry released with \(dropped.count) posted calls not applied") }
+        for operation in dropped { Self.abandon(operation) }
+        // Whether the core is shut down is loop state: `run()` checks it there.
         let release = RegistryRelease(core: core, slots: slots, observers: observers)
         if loop.inLoop {
             release.run()
         } else {
+            // Never released here, off the loop: its records hold timers and runs that only the
+            // loop thread may close. Even between the loop's shutdown being requested and its
+            // hooks running (when `execute` refuses), a job still runs on the loop.
             do { try loop.execute { release.run() } } catch {
-                // The loop's own shutdown already cancelled every task (its hook ran first).
-                core.log.debug("registry released after its loop shut down: \(error)")
+                Task(executorPreference: loop) { release.run() }
             }
         }
     }
@@ -355,21 +362,18 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
     func post(_ operation: PostedOperation, limited: Bool = false) throws(RegistryError) {
         // Before the loop starts nothing can drain the queue: refuse, and keep the registry
         // usable for when it does.
-        guard loop.hasStarted else { throw .loopNotStarted }
+        guard loop.hasStarted else { throw posted.isClosed ? .shutDown : .loopNotStarted }
         guard try posted.append(operation, limited: limited) else { return }
         do {
             try loop.execute { [self] in self.runPosted() }  // one wake-up per batch
         } catch {
-            // The loop is gone: nothing posted can be applied any more. Answer the callers
-            // who wait (flush returns, observation streams end); declarations are refused.
-            let dropped = posted.close(dropping: true)
-            core.logDebug("\(dropped.count) posted calls dropped: the loop has shut down (\(error))")
-            for operation in dropped { Self.abandon(operation) }
-            // A call someone awaits (flush, a phase stream) was answered exactly once: by
-            // `abandon` just now, or by the loop's shutdown, which applied it before closing
-            // the queue. Its caller must not answer it again.
-            guard limited else { return }
-            throw .shutDown
+            // The loop's shutdown has begun, and this registry's hook has not closed the queue
+            // yet (the append above found it open): the hook applies what is queued, this call
+            // with it, before it cancels every task. So the call succeeded, and its phase will
+            // say how it ended. (Dropping the queue here used to tell this caller `.shutDown`
+            // for a call the hook applied, and a caller whose call joined this batch success
+            // for a call that was dropped.)
+            core.logDebug("calls posted as the loop began its shutdown are left to the shutdown hook (\(error))")
         }
     }
 
@@ -643,11 +647,24 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
     public func startShutdown() {
         if loop.inLoop {
             applyShutdown()
-        } else {
-            do { try loop.execute { [self] in self.applyShutdown() } } catch {
-                // The loop's shutdown hook shut the registry down, or will.
-                core.log.debug("startShutdown: the loop takes no more work (\(error))")
-            }
+            return
+        }
+        if !loop.hasStarted {
+            // Declarations from now on are refused with `.shutDown`, even before the loop starts.
+            _ = posted.close(dropping: false)
+        }
+        runOnLoop { [self] in self.applyShutdown() }
+    }
+
+    /// Runs `work` on the loop thread, whatever the loop's state: through `execute` while the
+    /// loop takes closures, otherwise as a job, which every loop still runs (before `start()`,
+    /// once it starts; while it shuts down, on its thread; after that, on the enqueuing thread,
+    /// one job at a time). For what must happen exactly once, even in the window between a
+    /// loop's shutdown being requested and its hooks running. Any thread.
+    private func runOnLoop(_ work: @escaping @Sendable () -> Void) {
+        do { try loop.execute(work) } catch {
+            core.logDebug("the loop takes no more closures (\(error)): the work goes as a job")
+            Task(executorPreference: loop) { work() }
         }
     }
 
@@ -668,7 +685,8 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
             if loop.inLoop {
                 work()
             } else {
-                do { try loop.execute(work) } catch { continuation.resume() }
+                // Even once the loop refuses closures: the shutdown still waits for every action.
+                runOnLoop(work)
             }
         }
     }

@@ -198,7 +198,12 @@ public final class UVLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomStr
     /// - Note: Blocks the calling thread. May be called from any thread but the loop's.
     public func syncShutdown() throws(LoopError) {
         if inLoop { throw LoopError(.calledOnLoopThread, operation: "UVLoop.syncShutdown") }
-        if requestShutdown() { stopped.wait() } else { shutdownHooks.runOnce() }
+        if requestShutdown() {
+            stopped.wait()
+        } else {
+            shutdownHooks.runOnce()
+            runJobsOfALoopThatNeverStarted()
+        }
     }
 
     /// Shuts the loop down (see `syncShutdown()`) and resumes when its thread has exited,
@@ -217,6 +222,7 @@ public final class UVLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomStr
                     // Never started: requestShutdown marked it shut down; nobody will resume us,
                     // and no loop thread will run the hooks.
                     shutdownHooks.runOnce()
+                    runJobsOfALoopThatNeverStarted()
                     let waiters = crossThread.withLock { state in
                         defer { state.shutdownWaiters = [] }
                         return state.shutdownWaiters
@@ -227,6 +233,18 @@ public final class UVLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomStr
                 continuation.resume()
             }
         }
+    }
+
+    /// A loop shut down without ever starting: jobs enqueued before `start()` (tasks that
+    /// preferred it, the hooks' own work) run now, on this thread, as they would after any
+    /// shutdown, so that no task is left waiting for a thread that will never exist.
+    private func runJobsOfALoopThatNeverStarted() {
+        let mustRun = crossThread.withLock { state -> Bool in
+            guard !state.trampolineRunning, !state.incoming.isEmpty else { return false }
+            state.trampolineRunning = true
+            return true
+        }
+        if mustRun { runShutDownTrampoline() }
     }
 
     /// Asks the loop thread to shut down. Returns whether a loop thread exists to wait for.

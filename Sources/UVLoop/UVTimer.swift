@@ -114,6 +114,8 @@ public final class UVTimer: LoopTimer {
     /// - Note: Loop thread only.
     public func close() {
         guard let handle else { return }
+        // Off the loop thread, uv_close races the loop; a registry released mid-shutdown did this.
+        assert(loop.inLoop, "BUG DETECTED: a UVTimer of \(loop) closed off its loop thread")
         deferredStart = false
         self.handle = nil
         onFire = nil

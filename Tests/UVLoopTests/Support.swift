@@ -57,9 +57,23 @@ func onLoop(
     }
 }
 
-/// Keeps loop-thread objects (timers) alive until the loop's callbacks are done with them.
+/// Keeps loop-thread objects (timers) alive until the loop's callbacks are done with them, and
+/// releases them on the loop thread: a timer closed anywhere else would race the loop (and
+/// trips `UVTimer`'s check in debug builds).
+// Unchecked Sendable: `objects` is touched on the loop thread, or by the test before and after.
 final class Keep: @unchecked Sendable {
+    private let loop: UVLoop
     var objects: [AnyObject] = []
+
+    init(_ loop: UVLoop) { self.loop = loop }
+
+    deinit {
+        let kept = UncheckedBox(objects)  // moved to the loop thread, used only there
+        objects = []
+        // After the loop's shutdown every handle is closed already: releasing here is safe.
+        try? loop.execute { _ = kept }
+    }
+
     func callAsFunction<T: AnyObject>(_ object: T) -> T {
         objects.append(object)
         return object

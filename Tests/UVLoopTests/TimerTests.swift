@@ -9,7 +9,7 @@ struct UVTimerTests {
     @Test func zeroTimeoutFiresOnceOnTheNextTurn() async throws {
         try await withStartedLoop { loop in
             let fired = LoopConfined(0)
-            let keep = Keep()
+            let keep = Keep(loop)
             try await onLoop(loop) { done in
                 let timer = keep(try loop.makeUVTimer { fired.value += 1 })
                 try timer.start(after: .zero)
@@ -23,7 +23,7 @@ struct UVTimerTests {
     @Test func hugeTimeoutDoesNotOverflow() async throws {
         try await withStartedLoop { loop in
             let fired = LoopConfined(0)
-            let keep = Keep()
+            let keep = Keep(loop)
             try await onLoop(loop) { done in
                 let forever = keep(try loop.makeUVTimer { fired.value += 1 })
                 try forever.start(after: .seconds(Int64.max))
@@ -40,7 +40,7 @@ struct UVTimerTests {
     @Test func stopBeforeFireNeverFires() async throws {
         try await withStartedLoop { loop in
             let fired = LoopConfined(0)
-            let keep = Keep()
+            let keep = Keep(loop)
             try await onLoop(loop) { done in
                 let timer = keep(try loop.makeUVTimer { fired.value += 1 })
                 try timer.start(after: .milliseconds(1))
@@ -55,7 +55,7 @@ struct UVTimerTests {
     @Test func rearmInsideItsOwnCallback() async throws {
         try await withStartedLoop { loop in
             let fired = LoopConfined(0)
-            let keep = Keep()
+            let keep = Keep(loop)
             try await onLoop(loop) { done in
                 let box = LoopConfined<UVTimer?>(nil)
                 let timer = keep(
@@ -73,7 +73,7 @@ struct UVTimerTests {
     @Test func doubleStopAndUseAfterClose() async throws {
         try await withStartedLoop { loop in
             let fired = LoopConfined(0)
-            let keep = Keep()
+            let keep = Keep(loop)
             try await onLoop(loop) { done in
                 let timer = keep(try loop.makeUVTimer { fired.value += 1 })
                 try timer.start(after: .milliseconds(1))
@@ -95,7 +95,7 @@ struct UVTimerTests {
     @Test func rearmingReplacesTheDeadline() async throws {
         try await withStartedLoop { loop in
             let order = LoopConfined<[String]>([])
-            let keep = Keep()
+            let keep = Keep(loop)
             try await onLoop(loop) { done in
                 let moved = keep(try loop.makeUVTimer { order.value.append("moved") })
                 let fixed = keep(try loop.makeUVTimer { order.value.append("fixed") })
