@@ -162,6 +162,7 @@ struct ShutdownRaceTests {
         #expect(joinedResult.withLock { $0.map { (try? $0.get()) != nil } } == true)
         held.release.open()
         await shutdown.passed()
+        loop.beforeExecute = nil  // it holds the registry, which holds the loop
         for (name, stream) in [("first", first), ("joined", joined)] {
             let phases = await allUpdates(stream)
             #expect(phases.last == "g1 cancelled(registryShutDown)", "\(name): \(phases)")
