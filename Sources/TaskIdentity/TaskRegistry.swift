@@ -652,23 +652,20 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
         if !loop.hasStarted {
             // Declarations from now on are refused with `.shutDown`, even before the loop starts.
             _ = posted.close(dropping: false)
+            // A loop that has not started takes jobs, not closures: this one runs on its thread
+            // once it starts (or on the thread that shuts it down without starting it).
+            Task(executorPreference: loop) { [self] in self.applyShutdown() }
+            return
         }
-        runOnLoop { [self] in self.applyShutdown() }
-    }
-
-    /// Runs `work` on the loop thread, whatever the loop's state: through `execute` while the
-    /// loop takes closures, otherwise as a job, which every loop still runs (before `start()`,
-    /// once it starts; while it shuts down, on its thread; after that, on the enqueuing thread,
-    /// one job at a time). For what must happen exactly once, even in the window between a
-    /// loop's shutdown being requested and its hooks running. Any thread.
-    private func runOnLoop(_ work: @escaping @Sendable () -> Void) {
-        do { try loop.execute(work) } catch {
-            core.logDebug("the loop takes no more closures (\(error)): the work goes as a job")
-            Task(executorPreference: loop) { work() }
+        do { try loop.execute { [self] in self.applyShutdown() } } catch {
+            // The loop's shutdown has begun: its hook shuts the registry down, or already has.
+            core.logDebug("startShutdown: the loop takes no more work (\(error))")
         }
     }
 
-    /// Shuts down (see `startShutdown()`) and returns once every action has ended.
+    /// Shuts down (see `startShutdown()`) and returns once every action has ended. Once the
+    /// loop's own shutdown has begun, the loop's shutdown hook shuts the registry down and this
+    /// returns at once: await the loop's shutdown instead (`await loop.shutdown()`).
     ///
     /// - Note: May be called from any task. With a `TestLoop`, call `startShutdown()` and run
     ///   the loop instead: nothing runs on a test loop while a test awaits.
@@ -685,8 +682,9 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
             if loop.inLoop {
                 work()
             } else {
-                // Even once the loop refuses closures: the shutdown still waits for every action.
-                runOnLoop(work)
+                // Once the loop's shutdown has begun, its hook shuts the registry down: that
+                // shutdown is the one to await (`await loop.shutdown()`).
+                do { try loop.execute(work) } catch { continuation.resume() }
             }
         }
     }
