@@ -105,6 +105,9 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
         let core = self.core
         // Subscriptions may outlive the registry in the models' registrars: detach them now.
         for tracker in observations.values { tracker.subscription.cancel() }
+        // Shut down already (by `startShutdown`, `shutdown` or its loop's hook, which closed the
+        // queue first and held the registry until it was done): nothing is left to release.
+        if posted.isClosed { return }
         // Calls posted and not applied yet (left for a shutdown hook that will now find no
         // registry): their waiters are answered, as after a shutdown.
         let dropped = posted.close(dropping: true)
@@ -641,7 +644,9 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
     /// Starts shutting down: applies what was posted, cancels every waiting and running
     /// generation (phase `cancelled(.registryShutDown)`), closes every timer, and ends the
     /// phase streams once the last action has ended. Later declarations throw
-    /// `RegistryError.shutDown`. Idempotent.
+    /// `RegistryError.shutDown`. Idempotent. On a `UVLoop` that has not started, declarations
+    /// are refused at once and the rest happens on the loop thread when it starts (or on the
+    /// thread that shuts the loop down without starting it).
     ///
     /// - Note: May be called from any thread; `shutdown()` also waits for the actions to end.
     public func startShutdown() {
@@ -665,11 +670,17 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
 
     /// Shuts down (see `startShutdown()`) and returns once every action has ended. Once the
     /// loop's own shutdown has begun, the loop's shutdown hook shuts the registry down and this
-    /// returns at once: await the loop's shutdown instead (`await loop.shutdown()`).
+    /// returns at once: await the loop's shutdown instead (`await loop.shutdown()`). On a loop
+    /// that has not started, it returns at once (no action has run), like `startShutdown()`.
     ///
     /// - Note: May be called from any task. With a `TestLoop`, call `startShutdown()` and run
     ///   the loop instead: nothing runs on a test loop while a test awaits.
     public func shutdown() async {
+        if !loop.hasStarted {
+            // Nothing runs yet, so nothing to wait for: the shutdown happens when the loop starts.
+            startShutdown()
+            return
+        }
         let caller = withUnsafeCurrentTask { $0.map(taskAddress) }
         await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
             let work: @Sendable () -> Void = { [self] in

@@ -4,7 +4,7 @@
 
 /// Where a `UVLoop` reports its life and what it would otherwise swallow: its start and
 /// shutdown, libuv errors that reach no caller (a failed accept with nobody accepting, a
-/// wake-up or timer start libuv refused), and handles still open when the loop closes. With
+/// refused `uv_async_send`, a failed `TCP_NODELAY`), and handles still open when the loop closes. With
 /// the `Logging` trait it writes to the swift-log `Logger` given to `UVLoop(name:logger:)`;
 /// without the trait, or without a logger, it does nothing and costs nothing.
 ///

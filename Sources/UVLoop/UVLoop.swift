@@ -137,8 +137,7 @@ public final class UVLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomStr
         do {
             try LoopError.check(uv_loop_init(uvLoop), "uv_loop_init")
         } catch {
-            crossThread.withLock { _ in lifecycle.store(.shutDown, ordering: .releasing) }
-            shutdownHooks.runOnce()
+            endWithoutLoopThread()
             throw error
         }
         // Unretained: the loop thread holds the loop (passRetained below) until after uv_loop_close.
@@ -175,8 +174,7 @@ public final class UVLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomStr
             uv_close(clibuv_idle_as_handle(idle), nil)
             uv_run(uvLoop, UV_RUN_DEFAULT)
             uv_loop_close(uvLoop)
-            crossThread.withLock { _ in lifecycle.store(.shutDown, ordering: .releasing) }
-            shutdownHooks.runOnce()
+            endWithoutLoopThread()
             throw LoopError(.libuv(result), operation: "uv_thread_create")
         }
         // Never joined: the thread ends on its own once the loop has shut down.
@@ -198,11 +196,10 @@ public final class UVLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomStr
     /// - Note: Blocks the calling thread. May be called from any thread but the loop's.
     public func syncShutdown() throws(LoopError) {
         if inLoop { throw LoopError(.calledOnLoopThread, operation: "UVLoop.syncShutdown") }
-        if requestShutdown() {
-            stopped.wait()
-        } else {
-            shutdownHooks.runOnce()
-            runJobsOfALoopThatNeverStarted()
+        switch requestShutdown() {
+        case .loopThreadShutsDown: stopped.wait()
+        case .neverStarted: finishShutdownWithoutLoopThread()
+        case .alreadyShutDown: shutdownHooks.runOnce()
         }
     }
 
@@ -218,55 +215,74 @@ public final class UVLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomStr
                 return true
             }
             if mustWait {
-                if !requestShutdown() {
-                    // Never started: requestShutdown marked it shut down; nobody will resume us,
-                    // and no loop thread will run the hooks.
-                    shutdownHooks.runOnce()
-                    runJobsOfALoopThatNeverStarted()
-                    let waiters = crossThread.withLock { state in
-                        defer { state.shutdownWaiters = [] }
-                        return state.shutdownWaiters
-                    }
-                    for waiter in waiters { waiter.resume() }
+                let request = requestShutdown()
+                switch request {
+                case .loopThreadShutsDown: return
+                case .alreadyShutDown: shutdownHooks.runOnce()
+                // No loop thread will run the hooks, nor resume us.
+                case .neverStarted: finishShutdownWithoutLoopThread()
                 }
+                let waiters = crossThread.withLock { state in
+                    defer { state.shutdownWaiters = [] }
+                    return state.shutdownWaiters
+                }
+                for waiter in waiters { waiter.resume() }
             } else {
                 continuation.resume()
             }
         }
     }
 
-    /// A loop shut down without ever starting: jobs enqueued before `start()` (tasks that
-    /// preferred it, the hooks' own work) run now, on this thread, as they would after any
-    /// shutdown, so that no task is left waiting for a thread that will never exist.
-    private func runJobsOfALoopThatNeverStarted() {
-        let mustRun = crossThread.withLock { state -> Bool in
-            guard !state.trampolineRunning, !state.incoming.isEmpty else { return false }
+    /// A failed `start()`: shut down with no loop thread (see `finishShutdownWithoutLoopThread`).
+    private func endWithoutLoopThread() {
+        crossThread.withLock { state in
+            lifecycle.store(.shutDown, ordering: .releasing)
             state.trampolineRunning = true
-            return true
         }
-        if mustRun { runShutDownTrampoline() }
+        finishShutdownWithoutLoopThread()
     }
 
-    /// Asks the loop thread to shut down. Returns whether a loop thread exists to wait for.
-    private func requestShutdown() -> Bool {
-        crossThread.withLock { state -> Bool in
+    /// Shutdown of a loop with no loop thread, on the calling thread, which holds the trampoline
+    /// (set with the move to `.shutDown`, under the lock): the hooks run, then the jobs enqueued
+    /// before `start()` and meanwhile (tasks that preferred the loop, a registry's own
+    /// shutdown), one at a time, so that no task is left waiting for a thread that will never
+    /// exist, and no job runs beside the hooks.
+    private func finishShutdownWithoutLoopThread() {
+        shutdownHooks.runOnce()
+        runShutDownTrampoline()
+    }
+
+    /// What `requestShutdown()` leaves to its caller.
+    private enum ShutdownRequest {
+        /// The loop thread shuts down; wait for `stopped`.
+        case loopThreadShutsDown
+        /// No thread ever ran: the caller holds the trampoline and finishes the shutdown.
+        case neverStarted
+        /// Nothing left to do but run hooks added late (they run at once anyway).
+        case alreadyShutDown
+    }
+
+    /// Asks the loop thread to shut down.
+    private func requestShutdown() -> ShutdownRequest {
+        crossThread.withLock { state -> ShutdownRequest in
             switch lifecycle.load(ordering: .relaxed) {
             case .notStarted:
                 lifecycle.store(.shutDown, ordering: .releasing)
-                return false
+                state.trampolineRunning = true  // held until the hooks and the queued jobs have run
+                return .neverStarted
             case .starting:
                 // start() is between its two halves on another thread; it raises `started`
                 // only once the thread runs, so waiting for `stopped` below is safe.
                 lifecycle.store(.shutdownRequestedWhileStarting, ordering: .releasing)
-                return true
+                return .loopThreadShutsDown
             case .running:
                 lifecycle.store(.shutdownRequested, ordering: .releasing)
                 wakeLoopLocked(&state)
-                return true
+                return .loopThreadShutsDown
             case .shutdownRequestedWhileStarting, .shutdownRequested, .shuttingDown:
-                return true
+                return .loopThreadShutsDown
             case .shutDown:
-                return false
+                return .alreadyShutDown
             }
         }
     }

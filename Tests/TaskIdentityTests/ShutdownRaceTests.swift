@@ -12,8 +12,9 @@ private final class Gate: Sendable {
     func open() { semaphore.signal() }
     /// Blocks the calling thread: for the loop thread and plain threads, never a task.
     func wait() { semaphore.wait() }
-    /// Waits on a thread of its own, so that no thread of the cooperative pool (two on this
-    /// machine, shared by the tests running in parallel) is ever blocked. Any task.
+    /// Waits on a thread of its own, so that a test step waiting for the loop never blocks a
+    /// thread of the cooperative pool (two on this machine, shared by the tests running in
+    /// parallel), which the loop's shutdown may need. Any task.
     func passed() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             Thread {
@@ -173,12 +174,15 @@ struct ShutdownRaceTests {
     func startShutdownBeforeStart() async throws {
         let loop = UVLoop(name: "not-yet-started")
         let registry = TaskRegistry<String>(loop: loop)
+        let awaited = TaskRegistry<String>(loop: loop)
         registry.startShutdown()
+        await awaited.shutdown()  // returns at once: nothing has run
         #expect(throws: RegistryError.shutDown) { try registry.task("a", id: 1) { _ in } }
+        #expect(throws: RegistryError.shutDown) { try awaited.task("a", id: 1) { _ in } }
         try loop.start()
         #expect(throws: RegistryError.shutDown) { try registry.task("a", id: 1) { _ in } }
-        await registry.shutdown()
-        #expect(try await loop.submit { try registry.isShutDown })
+        // The shutdowns queued before the start ran on the loop thread, first.
+        #expect(try await loop.submit { (try registry.isShutDown, try awaited.isShutDown) } == (true, true))
         try loop.syncShutdown()
         #expect(loop.loopCloseResult == 0)
     }
@@ -230,6 +234,7 @@ struct ShutdownRaceTests {
                 appliedAtShutdown.store((try? registry.counters.declared) ?? .max, ordering: .releasing)
             }
             let accepted = Atomic<UInt64>(0)
+            let unexpectedRefusals = Shared<[String]>([])
             let snapshots = Shared<[Task<Void, Never>]>([])
             let shutdownStep = iteration % 40
             DispatchQueue.concurrentPerform(iterations: 4) { thread in
@@ -245,8 +250,12 @@ struct ShutdownRaceTests {
                             }
                             accepted.add(1, ordering: .relaxed)
                         } catch {
+                            // Recorded here, checked below: an expectation on a dispatch thread
+                            // has no test to report to.
                             let refusal = error as? RegistryError
-                            #expect(refusal == .shutDown || refusal == .overloaded)
+                            if refusal != .shutDown && refusal != .overloaded {
+                                unexpectedRefusals.withLock { $0.append("\(error)") }
+                            }
                         }
                     case 2:
                         try? registry.cancel(key)
@@ -259,6 +268,7 @@ struct ShutdownRaceTests {
             for snapshot in snapshots.withLock({ $0 }) { await snapshot.value }
             await registry.shutdown()
             #expect(appliedAtShutdown.load(ordering: .acquiring) == accepted.load(ordering: .relaxed))
+            #expect(unexpectedRefusals.withLock { $0 }.isEmpty)
             #expect(loop.loopCloseResult == 0 && loop.liveHandleCount == 0)
         }
     }

@@ -20,11 +20,19 @@ struct DrainTests {
         return (server, clientLoop)
     }
 
-    /// Polls INFO on `client` until the registry counts `declared` declarations.
-    func waitUntilDeclared(_ declared: Int, _ client: TestClient) async throws {
+    /// Polls INFO on `client` until the registry counts `declared` declarations (or more, with
+    /// `orMore`).
+    func waitUntilDeclared(_ declared: Int, orMore: Bool = false, _ client: TestClient) async throws {
         while true {
             try await client.send("INFO\r\n")
-            if try await client.replies(1)[0].contains("declared:\(declared)\r\n") { return }
+            let info = try await client.replies(1)[0]
+            if info.contains("declared:\(declared)\r\n") { return }
+            if orMore,
+                let line = info.split(separator: "\r\n").first(where: { $0.hasPrefix("declared:") }),
+                let count = Int(line.dropFirst("declared:".count)), count >= declared
+            {
+                return
+            }
             await Task.yield()
         }
     }
@@ -74,13 +82,16 @@ struct DrainTests {
         }
         try await sender.send(batch(0))
         try await waitUntilDeclared(10_000, observer)
-        await observer.close()
-        // Built before the stop and written in one go: the server discards for as long as bytes
-        // keep coming, and closes a peer quiet for its quiet period (100 ms). A client pausing
-        // between writes (to build the next batch on a loaded machine) would be that peer.
+        // Built first and written in one go, already flowing when the stop begins: the server
+        // discards for as long as bytes keep coming, and closes a peer quiet for its quiet
+        // period (100 ms). A client pausing between writes (building the next batch on a
+        // loaded machine) would be that peer.
         let later = (1..<20).map(batch).joined()
+        async let sent: Void = sender.send(later)
+        try await waitUntilDeclared(10_001, orMore: true, observer)
+        await observer.close()
         let stop = Task { await server.stop(drainTimeout: .seconds(60)) }
-        try await sender.send(later)
+        try await sent
         // Every reply, then the end of the stream: no reset (that would throw here).
         let replies = try await sender.rawBytes(Int.max)
         #expect(replies.count >= 10_000 * 5)
