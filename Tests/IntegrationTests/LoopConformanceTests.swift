@@ -251,6 +251,19 @@ struct LoopConformanceTests {
 
     // MARK: A registry on the loop
 
+    /// A registry on `harness`'s loop whose task "job" has started and sleeps for an hour; its
+    /// reports say "started", then "cancelled" when the sleep is cancelled.
+    private func runningJob(on harness: LoopUnderTest) async throws -> (TaskRegistry<String>, LoopReports) {
+        let registry = TaskRegistry<String>(loop: harness.loop)
+        let reports = LoopReports()
+        try registry.task("job", id: 1) { context in
+            reports.add("started")
+            do { try await context.clock.sleep(for: .seconds(3600)) } catch { reports.add("cancelled") }
+        }
+        #expect(await reports.next(1) == ["started"])
+        return (registry, reports)
+    }
+
     @Test(arguments: LoopKind.allCases)
     func aChangedIdCancelsTheRunAndItsLateCommitIsDropped(_ kind: LoopKind) async throws {
         let harness = try LoopUnderTest(kind)
@@ -306,13 +319,7 @@ struct LoopConformanceTests {
     @Test(arguments: LoopKind.allCases)
     func cancelEndsTheRunAsCancelledByTheCaller(_ kind: LoopKind) async throws {
         let harness = try LoopUnderTest(kind)
-        let registry = TaskRegistry<String>(loop: harness.loop)
-        let reports = LoopReports()
-        try registry.task("job", id: 1) { context in
-            reports.add("started")
-            do { try await context.clock.sleep(for: .seconds(3600)) } catch { reports.add("cancelled") }
-        }
-        #expect(await reports.next(1) == ["started"])
+        let (registry, reports) = try await runningJob(on: harness)
         try registry.cancel("job")
         #expect(await reports.next(1) == ["cancelled"])
         await registry.flush()
@@ -325,13 +332,7 @@ struct LoopConformanceTests {
     @Test(arguments: LoopKind.allCases)
     func theLoopsShutdownCancelsItsRegistrysRunsAndRefusesNewOnes(_ kind: LoopKind) async throws {
         let harness = try LoopUnderTest(kind)
-        let registry = TaskRegistry<String>(loop: harness.loop)
-        let reports = LoopReports()
-        try registry.task("job", id: 1) { context in
-            reports.add("started")
-            do { try await context.clock.sleep(for: .seconds(3600)) } catch { reports.add("cancelled") }
-        }
-        #expect(await reports.next(1) == ["started"])
+        let (registry, reports) = try await runningJob(on: harness)
         try await harness.shutdown()
         #expect(await reports.next(1) == ["cancelled"])
         #expect(throws: RegistryError.self) { try registry.task("job", id: 2) { _ in } }
