@@ -1,5 +1,5 @@
-/// One connection's protocol state: its id, the protocol it speaks, its name, and the commands
-/// it has queued inside `MULTI`. Owned by the connection's task on the front loop.
+/// One connection's protocol state: its id, the protocol it speaks, its name, and where it stands
+/// with `MULTI`. Owned by the connection's task on the front loop.
 struct ClientSession {
     /// What `CLIENT ID` and `HELLO` answer; unique for the server's lifetime, from 1.
     let id: UInt64
@@ -7,15 +7,14 @@ struct ClientSession {
     var protocolVersion = RESPVersion.resp2
     /// Set by `CLIENT SETNAME` or `HELLO … SETNAME`.
     var name: [UInt8]?
-    /// The commands queued since `MULTI` (copies: the parser's buffer moves on); nil outside a
-    /// transaction.
-    var queuedCommands: [[ArraySlice<UInt8>]]?
-    /// A command refused while queuing (unknown, wrong arity): `EXEC` then runs nothing and
-    /// answers `EXECABORT`, as Redis does.
-    var transactionRefused = false
+    /// Outside a transaction, queuing one, or in one that `EXEC` will abort.
+    var transaction = TransactionState.none
 
     init(id: UInt64) { self.id = id }
 
     /// Inside `MULTI`: commands other than EXEC, DISCARD, MULTI and QUIT are queued, not run.
-    var isQueuing: Bool { queuedCommands != nil }
+    var isQueuing: Bool {
+        if case .none = transaction { return false }
+        return true
+    }
 }

@@ -29,8 +29,7 @@ extension RegistryServer {
         case "EXEC":
             await exec(session: &session, into: &out)
         case "DISCARD":
-            session.queuedCommands = nil
-            session.transactionRefused = false
+            session.transaction = .none
             RESPReply.simple("OK", into: &out)
         case "MULTI":
             RESPReply.error("ERR MULTI calls can not be nested", into: &out)
@@ -39,11 +38,30 @@ extension RegistryServer {
             return false
         default:
             // As Redis: a command that cannot run is refused now, and dooms the transaction.
+            // Past the queue's cap, the same: the queue is let go at once.
+            guard case .queuing(var queue) = session.transaction else {
+                // Doomed already: Redis queues what it can all the same (EXEC aborts anyway);
+                // this server answers as it does and keeps nothing.
+                if let refusal = Self.refusal(of: request, name: name) {
+                    RESPReply.error(refusal, into: &out)
+                } else {
+                    RESPReply.simple("QUEUED", into: &out)
+                }
+                return true
+            }
+            let cost = TransactionQueue.cost(of: request)
             if let refusal = Self.refusal(of: request, name: name) {
                 RESPReply.error(refusal, into: &out)
-                session.transactionRefused = true
+                session.transaction = .doomed
+            } else if queue.accountedBytes + cost > configuration.maxTransactionBytes {
+                RESPReply.error(
+                    "ERR transaction too large: its queued commands would take more than "
+                        + "\(configuration.maxTransactionBytes) bytes (--max-transaction-bytes)", into: &out)
+                session.transaction = .doomed
             } else {
-                session.queuedCommands!.append(request.map { Array($0)[...] })
+                session.transaction = .none  // the queue is uniquely referenced while it grows
+                queue.append(request)
+                session.transaction = .queuing(queue)
                 RESPReply.simple("QUEUED", into: &out)
             }
         }
@@ -55,13 +73,13 @@ extension RegistryServer {
     /// No other client's command runs between them: with one loop nothing they do suspends,
     /// so they run in one turn of the loop; with more, `gate` holds the other clients off.
     private func exec(session: inout ClientSession, into out: inout [UInt8]) async {
-        let commands = session.queuedCommands ?? []
-        session.queuedCommands = nil
-        if session.transactionRefused {
-            session.transactionRefused = false
+        let state = session.transaction
+        session.transaction = .none
+        guard case .queuing(let queue) = state else {
             RESPReply.error("EXECABORT Transaction discarded because of previous errors.", into: &out)
             return
         }
+        let commands = queue.commands
         if let gate {
             gate.leave()
             await gate.enterExclusive()
@@ -166,7 +184,7 @@ extension RegistryServer {
             case "HELLO":
                 hello(Array(arguments), session: &session, into: &out)
             case "MULTI":
-                session.queuedCommands = []
+                session.transaction = .queuing(TransactionQueue())
                 RESPReply.simple("OK", into: &out)
             case "EXEC":
                 RESPReply.error("ERR EXEC without MULTI", into: &out)

@@ -2,12 +2,17 @@
 /// quoting rules:
 ///
 /// - a word ends at a space, tab, CR or LF; vertical tabs and form feeds are skipped between
-///   words only; a NUL byte ends the line;
+///   words only;
 /// - in double quotes, `\n`, `\r`, `\t`, `\b`, `\a` and `\xHH` (two hex digits) are escapes and a
 ///   backslash before any other character stands for that character;
 /// - in single quotes, only `\'` is an escape;
 /// - a closing quote must be followed by a separator or the end of the line, and an unclosed
 ///   quote is an error (`unbalanced quotes in request`), which closes the connection as in Redis.
+///
+/// One rule is this server's own: a NUL byte ends the line's words (what follows it up to the LF
+/// is not read). Redis 7.0 does not do that: it looks for the LF with a C string search, which
+/// stops at the NUL, so it waits for more bytes and the connection stalls until the inline
+/// length limit. Answering the words before the NUL was chosen over stalling.
 ///
 /// Self-contained, for the fuzz target. Any thread.
 enum RESPInlineCommand {
@@ -15,7 +20,7 @@ enum RESPInlineCommand {
     /// new arrays for quoted ones.
     /// - Throws: `RESPProtocolError("unbalanced quotes in request")`.
     static func split(_ line: ArraySlice<UInt8>, into arguments: inout [ArraySlice<UInt8>]) throws(RESPProtocolError) {
-        // As Redis, which splits a C string: what follows a NUL is not read.
+        // This server's rule (Redis stalls on such a line instead): what follows a NUL is not read.
         let line = line.firstIndex(of: 0).map { line[..<$0] } ?? line
         var index = line.startIndex
         let end = line.endIndex

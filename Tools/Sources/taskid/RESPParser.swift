@@ -33,9 +33,10 @@ struct RESPProtocolError: Error, Equatable, CustomStringConvertible {
 ///
 /// Requests are returned in order; a request split across reads is completed by later feeds,
 /// resuming where the last feed stopped (a request of a million arguments arriving in 64 KiB
-/// reads is parsed once, not once per read). Memory is bounded by `RESPLimits.maxRequestBytes`
-/// plus one read, plus 32 bytes per argument of the request being parsed (48 while it is
-/// incomplete). Arguments are slices of the parser's buffer, not copies: empty the arguments
+/// reads is parsed once, not once per read; its headers are read a second time, quickly, to make
+/// its slices). Memory is bounded by `RESPLimits.maxRequestBytes` plus one read: an incomplete
+/// request keeps no record per argument, only its bytes. A complete one is handed out as 32
+/// bytes per argument (its slices). Arguments are slices of the parser's buffer, not copies: empty the arguments
 /// array before the next `feed`, or feeding copies the whole buffer.
 struct RESPParser {
     private var buffer: [UInt8] = []
@@ -44,15 +45,15 @@ struct RESPParser {
     /// How many bytes after `position` an incomplete inline line has been searched for LF
     /// already (so a long line arriving byte by byte is scanned once).
     private var inlineScanned = 0
-    /// An array request cut short by the end of the buffer: what was parsed of it, kept as
-    /// offsets from `position` (which compaction leaves valid) so the next call resumes there.
+    /// An array request cut short by the end of the buffer: how far it was parsed, as an offset
+    /// from `position` (which compaction leaves valid) so the next call resumes there.
     private var partial: PartialArray?
     let limits: RESPLimits
 
     private struct PartialArray {
         var declaredCount: Int
-        /// Each complete argument's bytes, as offsets from the request's start.
-        var arguments: [Range<Int>] = []
+        /// How many of its arguments are complete and checked.
+        var parsedArguments: Int
         /// Where the next argument starts, from the request's start.
         var cursor: Int
     }
@@ -65,7 +66,7 @@ struct RESPParser {
             buffer.removeAll(keepingCapacity: true)
             position = 0
         } else if position > 65_536 {
-            buffer.removeFirst(position)  // offsets in `partial` are from `position`: unchanged
+            buffer.removeFirst(position)  // the offset in `partial` is from `position`: unchanged
             position = 0
         }
         buffer.append(contentsOf: bytes)
@@ -131,7 +132,9 @@ struct RESPParser {
         return nil
     }
 
-    /// Parses a decimal integer in `buffer[start..<end]` (optional leading '-').
+    /// Parses a decimal integer in `buffer[start..<end]` as Redis's `string2ll` does: an
+    /// optional '-', then digits with no leading zero (`0` alone is zero; `01`, `-0` and `+1` are
+    /// refused, as Redis refuses them).
     private func integer(_ start: Int, _ end: Int) -> Int? {
         guard start < end, end - start <= 18 else { return nil }
         var index = start
@@ -140,6 +143,10 @@ struct RESPParser {
             negative = true
             index += 1
             guard index < end else { return nil }
+        }
+        if buffer[index] == UInt8(ascii: "0") {
+            // Zero is written "0": no sign, nothing after it.
+            return !negative && index + 1 == end ? 0 : nil
         }
         var value = 0
         while index < end {
@@ -156,20 +163,23 @@ struct RESPParser {
     private mutating func nextArray(into arguments: inout [ArraySlice<UInt8>]) throws(RESPProtocolError) -> ArrayOutcome
     {
         // A request that arrived whole is parsed straight into `arguments`. One cut short keeps
-        // its arguments as offsets in `partial`; later calls append to those and make the slices
-        // once the request is complete, so each byte is parsed once however many reads it took.
-        var resumed = partial.take()
-        let count: Int
+        // only its count and where to go on (`partial`), never a record per argument: what it
+        // holds is its bytes. Once it is complete, one quick pass over its already checked
+        // headers makes the slices.
+        var count: Int
+        var parsed: Int
         var cursor: Int
-        if let resumed {
+        if let resumed = partial.take() {
             count = resumed.declaredCount
+            parsed = resumed.parsedArguments
             cursor = position + resumed.cursor
         } else {
             guard let headerEnd = lineEnd(from: position) else {
                 if buffer.count - position > 32 { throw RESPProtocolError(message: "invalid multibulk length") }
                 return .needMore
             }
-            guard let declared = integer(position + 1, headerEnd) else {
+            // Past INT_MAX the count is invalid, as in Redis, whatever this server's limit.
+            guard let declared = integer(position + 1, headerEnd), declared <= Int(Int32.max) else {
                 throw RESPProtocolError(message: "invalid multibulk length")
             }
             guard declared <= limits.maxArguments else { throw tooManyArguments(declared) }
@@ -179,15 +189,18 @@ struct RESPParser {
                 return .empty
             }
             count = declared
+            parsed = 0
         }
-        while (resumed?.arguments.count ?? arguments.count) < count {
-            guard cursor < buffer.count else { return try needMore(&arguments, &resumed, count: count, cursor: cursor) }
+        // Arguments parsed in an earlier call have no slices here: all are made at the end.
+        let resuming = parsed > 0
+        while parsed < count {
+            guard cursor < buffer.count else { return try needMore(&arguments, count, parsed, cursor) }
             guard buffer[cursor] == UInt8(ascii: "$") else {
                 throw RESPProtocolError(message: "expected '$', got '\(Character(Unicode.Scalar(buffer[cursor])))'")
             }
             guard let lengthEnd = lineEnd(from: cursor) else {
                 if buffer.count - cursor > 32 { throw RESPProtocolError(message: "invalid bulk length") }
-                return try needMore(&arguments, &resumed, count: count, cursor: cursor)
+                return try needMore(&arguments, count, parsed, cursor)
             }
             guard let length = integer(cursor + 1, lengthEnd), length >= 0 else {
                 throw RESPProtocolError(message: "invalid bulk length")
@@ -196,47 +209,58 @@ struct RESPParser {
             guard length <= limits.maxRequestBytes, dataStart + length + 2 - position <= limits.maxRequestBytes else {
                 throw RESPProtocolError(message: "request larger than \(limits.maxRequestBytes) bytes")
             }
-            guard dataStart + length + 2 <= buffer.count else {
-                return try needMore(&arguments, &resumed, count: count, cursor: cursor)
-            }
+            guard dataStart + length + 2 <= buffer.count else { return try needMore(&arguments, count, parsed, cursor) }
             guard buffer[dataStart + length] == UInt8(ascii: "\r"), buffer[dataStart + length + 1] == UInt8(ascii: "\n")
             else {
                 throw RESPProtocolError(message: "bulk string not terminated by CRLF")
             }
-            if resumed != nil {
-                resumed!.arguments.append((dataStart - position)..<(dataStart + length - position))
-            } else {
-                arguments.append(buffer[dataStart..<(dataStart + length)])
-            }
+            if !resuming { arguments.append(buffer[dataStart..<(dataStart + length)]) }
+            parsed += 1
             cursor = dataStart + length + 2
         }
-        if let resumed {
-            arguments.reserveCapacity(count)
-            for range in resumed.arguments {
-                arguments.append(buffer[(position + range.lowerBound)..<(position + range.upperBound)])
-            }
-        }
+        if resuming { sliceCheckedArguments(count, into: &arguments) }
         position = cursor
         return .request
     }
 
-    /// Keeps what was parsed of an incomplete array request, as offsets, for the next call.
+    /// Where the first argument of the request at `position` starts: after its `*N\r\n` header.
+    private func firstArgumentStart() -> Int { (lineEnd(from: position) ?? position) + 2 }
+
+    /// Makes the slices of the complete request at `position`, whose `count` arguments have all
+    /// been checked already: each header is `$`, digits, CRLF.
+    private func sliceCheckedArguments(_ count: Int, into arguments: inout [ArraySlice<UInt8>]) {
+        arguments.removeAll(keepingCapacity: true)
+        arguments.reserveCapacity(count)
+        var cursor = firstArgumentStart()
+        for _ in 0..<count {
+            var index = cursor + 1
+            var length = 0
+            while buffer[index] != UInt8(ascii: "\r") {
+                length = length * 10 + Int(buffer[index] - 48)
+                index += 1
+            }
+            let dataStart = index + 2
+            arguments.append(buffer[dataStart..<(dataStart + length)])
+            cursor = dataStart + length + 2
+        }
+    }
+
+    /// Keeps where an incomplete array request stopped, for the next call; drops the slices
+    /// made of it so far (they are made again once it is complete).
     private mutating func needMore(
-        _ arguments: inout [ArraySlice<UInt8>], _ resumed: inout PartialArray?, count: Int, cursor: Int
+        _ arguments: inout [ArraySlice<UInt8>], _ count: Int, _ parsed: Int, _ cursor: Int
     ) throws(RESPProtocolError) -> ArrayOutcome {
         if pendingBytes > limits.maxRequestBytes {
             throw RESPProtocolError(message: "request larger than \(limits.maxRequestBytes) bytes")
         }
-        let start = position
-        var kept = resumed ?? PartialArray(declaredCount: count, cursor: 0)
-        if resumed == nil {
-            kept.arguments = arguments.map { ($0.startIndex - start)..<($0.endIndex - start) }
-            arguments.removeAll(keepingCapacity: true)
-        }
-        kept.cursor = cursor - start
-        partial = kept
+        // A large array of slices is let go rather than kept empty: 32 bytes per argument.
+        if arguments.capacity > 1024 { arguments = [] } else { arguments.removeAll(keepingCapacity: true) }
+        partial = PartialArray(declaredCount: count, parsedArguments: parsed, cursor: cursor - position)
         return .needMore
     }
+
+    /// What this parser holds: its buffer and the arrays it keeps. Memory accounting for tests.
+    var retainedBytes: Int { buffer.capacity }
 }
 
 extension Optional {

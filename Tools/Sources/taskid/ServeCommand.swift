@@ -59,6 +59,13 @@ struct ServeCommand: AsyncParsableCommand {
     var maxArguments = RESPLimits.defaultMaxArguments
 
     @Option(
+        help: """
+            Most bytes one client's MULTI queue may hold (its commands' bytes plus 4 per argument \
+            and per command); a command past it is refused and EXEC aborts.
+            """)
+    var maxTransactionBytes = ServerConfiguration.defaultMaxTransactionBytes
+
+    @Option(
         name: .customLong("drain-timeout-ms"),
         help: "On SIGTERM/SIGINT, how long to wait for clients to take the replies they are owed.")
     var drainTimeoutMilliseconds = 5_000
@@ -89,6 +96,7 @@ struct ServeCommand: AsyncParsableCommand {
         try check("--max-clients", maxClients, in: 1...1_000_000)
         try check("--max-request-bytes", maxRequestBytes, in: 64...(1 << 30))
         try check("--max-arguments", maxArguments, in: 1...Int(Int32.max))
+        try check("--max-transaction-bytes", maxTransactionBytes, in: 64...TransactionQueue.largestCapacity)
         try check("--drain-timeout-ms", drainTimeoutMilliseconds, in: 0...3_600_000)
         try check("--upstream-connect-timeout-ms", upstreamConnectTimeoutMilliseconds, in: 1...3_600_000)
         try check("--upstream-reply-timeout-ms", upstreamReplyTimeoutMilliseconds, in: 1...3_600_000)
@@ -105,6 +113,7 @@ struct ServeCommand: AsyncParsableCommand {
         configuration.work = work
         configuration.maxClients = maxClients
         configuration.requestLimits = RESPLimits(maxRequestBytes: maxRequestBytes, maxArguments: maxArguments)
+        configuration.maxTransactionBytes = maxTransactionBytes
         configuration.drainTimeoutMilliseconds = drainTimeoutMilliseconds
         configuration.upstreamConnectTimeoutMilliseconds = upstreamConnectTimeoutMilliseconds
         configuration.upstreamReplyTimeoutMilliseconds = upstreamReplyTimeoutMilliseconds

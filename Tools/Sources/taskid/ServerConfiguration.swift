@@ -45,6 +45,11 @@ struct ServerConfiguration: Sendable, Equatable {
     /// The largest request and the most arguments one request may have (`--max-request-bytes`,
     /// `--max-arguments`); Redis's limits by default.
     var requestLimits = RESPLimits()
+    /// The most bytes one client's `MULTI` queue may account for (its commands' bytes plus 4 per
+    /// argument and per command); a command past it is refused and dooms the transaction.
+    var maxTransactionBytes = Self.defaultMaxTransactionBytes
+    /// The default of `maxTransactionBytes`: 64 MiB (about a million queued `SET`s).
+    static let defaultMaxTransactionBytes = 64 << 20
     /// Replies queued for a client that does not read them, past which it is disconnected.
     var maxOutputBytes = 8 << 20
     /// How long a graceful stop waits for clients to take the replies they are owed.

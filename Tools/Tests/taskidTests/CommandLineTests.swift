@@ -18,7 +18,7 @@ struct CommandLineTests {
             "--host", "::1", "--port", "0", "--loops", "3", "--debounce-ms", "50", "--work", "task-sleep:7",
             "--max-clients", "5", "--max-request-bytes", "4096", "--log-level", "debug", "--max-arguments", "77",
             "--drain-timeout-ms", "250", "--upstream-connect-timeout-ms", "11", "--upstream-reply-timeout-ms", "12",
-            "--upstream-max-connections", "13",
+            "--upstream-max-connections", "13", "--max-transaction-bytes", "1000",
         ])
         var expected = ServerConfiguration()
         expected.host = "::1"
@@ -32,6 +32,7 @@ struct CommandLineTests {
         expected.upstreamConnectTimeoutMilliseconds = 11
         expected.upstreamReplyTimeoutMilliseconds = 12
         expected.upstreamMaxConnections = 13
+        expected.maxTransactionBytes = 1000
         #expect(command.serverConfiguration == expected)
         #expect(command.logLevel.level == .debug)
     }
@@ -51,6 +52,7 @@ struct CommandLineTests {
         (["--max-clients", "0"], "--max-clients takes an integer in 1...1000000"),
         (["--max-request-bytes", "63"], "--max-request-bytes takes an integer in 64...1073741824"),
         (["--max-arguments", "0"], "--max-arguments takes an integer in 1...2147483647"),
+        (["--max-transaction-bytes", "63"], "--max-transaction-bytes takes an integer in 64...4294967295"),
         (["--drain-timeout-ms", "3600001"], "--drain-timeout-ms takes an integer in 0...3600000"),
         (["--upstream-max-connections", "0"], "--upstream-max-connections takes an integer in 1...1000000"),
         (["--work", "nap:5"], "The value 'nap:5' is invalid for '--work <work>'"),

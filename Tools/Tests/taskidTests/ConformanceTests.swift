@@ -156,6 +156,38 @@ struct ConformanceTests {
         }
     }
 
+    @Test func aTransactionPastItsQueueCapIsRefusedAndAborted() async throws {
+        // 100 bytes: "SET k v" accounts 4 + (3+4) + (1+4) + (1+4) = 21, so four fit and the
+        // fifth is refused; what follows is answered as Redis would and EXEC aborts.
+        try await withServer({ $0.maxTransactionBytes = 100 }) { server, clientLoop in
+            let client = TestClient(loop: clientLoop, port: server.port)
+            try await client.connect()
+            try await client.send("MULTI\r\n" + String(repeating: "SET k v\r\n", count: 5) + "PING\r\nNOPE\r\nEXEC\r\n")
+            let replies = try await client.replies(9)
+            #expect(Array(replies.prefix(5)) == ["+OK", "+QUEUED", "+QUEUED", "+QUEUED", "+QUEUED"])
+            #expect(
+                Array(replies.suffix(4)) == [
+                    "-ERR transaction too large: its queued commands would take more than 100 bytes "
+                        + "(--max-transaction-bytes)",
+                    "+QUEUED", "-ERR unknown command 'NOPE', with args beginning with: ",
+                    "-EXECABORT Transaction discarded because of previous errors.",
+                ])
+            // Nothing ran; the next transaction starts empty and within the cap.
+            try await client.send("EXISTS k\r\nMULTI\r\nSET k v\r\nEXEC\r\n")
+            #expect(try await client.replies(4) == [":0", "+OK", "+QUEUED", "[+OK]"])
+        }
+    }
+
+    @Test func queuedCommandsKeepTheirBytesExactly() {
+        var queue = TransactionQueue()
+        let commands: [[[UInt8]]] = [[Array("SET".utf8), [], [0, 255, 13, 10]], [Array("PING".utf8)], [[1]]]
+        for command in commands { queue.append(command.map { $0[...] }) }
+        #expect(queue.count == 3)
+        #expect(queue.commands.map { $0.map(Array.init) } == commands)
+        #expect(queue.accountedBytes == commands.reduce(0) { $0 + TransactionQueue.cost(of: $1.map { $0[...] }) })
+        #expect(TransactionQueue.cost(of: [Array("SET".utf8)[...], [1][...]]) == 4 + 7 + 5)
+    }
+
     @Test func aTransactionOverSeveralLoopsSeesEveryShard() async throws {
         try await withServer({ $0.loops = 3 }) { server, clientLoop in
             let client = TestClient(loop: clientLoop, port: server.port)

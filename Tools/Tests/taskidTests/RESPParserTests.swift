@@ -2,6 +2,10 @@ import Testing
 
 @testable import taskid
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 @Suite("RESP request parser")
 struct RESPParserTests {
     func parseAll(_ text: String, chunk: Int = .max, limits: RESPLimits = RESPLimits()) throws -> [[String]] {
@@ -45,7 +49,17 @@ struct RESPParserTests {
         ("*1\r\n+OK\r\n", "expected '$', got '+'"),
         ("*1\r\n$-5\r\n", "invalid bulk length"),
         ("*1\r\n$3\r\nabcd\r\n", "bulk string not terminated by CRLF"),
-        ("*3000000000\r\n", "too many arguments (3000000000; this server takes at most 2147483647)"),
+        // Past INT_MAX, as Redis.
+        ("*2147483648\r\n", "invalid multibulk length"),
+        // Lengths as Redis's string2ll reads them: no leading zero, no minus zero, no plus.
+        ("*01\r\n$4\r\nPING\r\n", "invalid multibulk length"),
+        ("*-0\r\n", "invalid multibulk length"),
+        ("*+1\r\n$4\r\nPING\r\n", "invalid multibulk length"),
+        ("*1\r\n$04\r\nPING\r\n", "invalid bulk length"),
+        ("*1\r\n$-0\r\n", "invalid bulk length"),
+        ("*1\r\n$00\r\n\r\n", "invalid bulk length"),
+        ("*\r\n", "invalid multibulk length"),
+        ("*1\r\n$\r\n", "invalid bulk length"),
     ])
     func malformedInputIsATypedError(input: String, message: String) {
         #expect(throws: RESPProtocolError(message: message)) { _ = try parseAll(input) }
@@ -58,7 +72,8 @@ struct RESPParserTests {
         ("SET a\"b c\" d\r\n", ["SET", "ab c", "d"]),
         ("SET \"\" ''\n", ["SET", "", ""]),
         ("  PING  \t\r\n", ["PING"]),
-        // As Redis: \v and \f separate words only between them; a NUL ends the line.
+        // As Redis: \v and \f separate words only between them. This server's own rule: a NUL
+        // ends the line's words (Redis stalls on it; see RESPInlineCommand).
         ("GET a\u{0C}b\n", ["GET", "a\u{0C}b"]),
         ("GET \u{0B}a\n", ["GET", "a"]),
         ("GET a\u{00}b c\n", ["GET", "a"]),
@@ -86,6 +101,70 @@ struct RESPParserTests {
         #expect(requests[0].count == 200_001)
         #expect(requests[0].last == "199999")
         #expect(requests[1] == ["PING"])
+    }
+
+    @Test func zeroAndOrdinaryLengthsAreRead() throws {
+        #expect(try parseAll("*1\r\n$0\r\n\r\n*2\r\n$10\r\n0123456789\r\n$1\r\n0\r\n") == [[""], ["0123456789", "0"]])
+        // "*-5" counts as empty, as in Redis (any count below one).
+        #expect(try parseAll("*-5\r\n*1\r\n$4\r\nPING\r\n") == [["PING"]])
+    }
+
+    #if canImport(Glibc)
+        /// Resident memory, from /proc/self/statm (its second field, in pages).
+        private func residentBytes() throws -> Int {
+            let statm = try #require(fopen("/proc/self/statm", "r"))
+            defer { fclose(statm) }
+            var size = 0
+            var resident = 0
+            #expect(
+                withUnsafeMutablePointer(to: &size) { sizePointer in
+                    withUnsafeMutablePointer(to: &resident) { fscanfPages(statm, sizePointer, $0) }
+                } == 2)
+            return resident * Int(sysconf(Int32(_SC_PAGESIZE)))
+        }
+
+        private func fscanfPages(
+            _ file: UnsafeMutablePointer<FILE>, _ size: UnsafeMutablePointer<Int>,
+            _ resident: UnsafeMutablePointer<Int>
+        ) -> Int32 {
+            withVaList([size, resident]) { vfscanf(file, "%ld %ld", $0) }
+        }
+
+        @Test func anIncompleteRequestHoldsItsBytesAndNoRecordPerArgument() throws {
+            // Four million empty arguments (24 MB on the wire), all but the last received, fed
+            // in 64 KiB reads: what the process gains beyond the parser's buffer stays small
+            // (the margin is for other tests running beside this one). A record per argument
+            // (16 bytes or more, as before) would be 64 MB past the buffer.
+            let argument: [UInt8] = Array("$0\r\n\r\n".utf8)
+            let count = 4_000_000
+            var wire = Array("*\(count)\r\n".utf8)
+            wire.reserveCapacity(wire.count + argument.count * count)
+            for _ in 0..<(count - 1) { wire += argument }
+            let before = try residentBytes()
+            var parser = RESPParser()
+            var arguments: [ArraySlice<UInt8>] = []
+            var offset = 0
+            while offset < wire.count {
+                let end = min(wire.count, offset + 65_536)
+                parser.feed(wire[offset..<end])
+                offset = end
+                #expect(try !parser.next(into: &arguments))
+            }
+            let beyondBuffer = try residentBytes() - before - parser.retainedBytes
+            #expect(beyondBuffer < 32 << 20, "\(beyondBuffer) bytes held beyond a \(parser.retainedBytes)-byte buffer")
+            // And the request completes whole.
+            parser.feed(argument)
+            #expect(try parser.next(into: &arguments))
+            #expect(arguments.count == count && arguments.allSatisfy(\.isEmpty))
+        }
+    #endif
+
+    @Test func aRequestCutInsideAnArgumentAfterOthersKeepsThemAll() throws {
+        // Resumed after some arguments were complete: their slices are made again at the end.
+        let text = "*4\r\n$3\r\nDEL\r\n$2\r\nab\r\n$3\r\ncde\r\n$4\r\nfghi\r\n"
+        for chunk in 1...text.utf8.count {
+            #expect(try parseAll(text, chunk: chunk) == [["DEL", "ab", "cde", "fghi"]])
+        }
     }
 
     @Test func theArgumentLimitHoldsForArraysAndInlineCommands() throws {
