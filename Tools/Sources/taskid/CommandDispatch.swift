@@ -10,6 +10,12 @@ extension RegistryServer {
     @inline(__always)
     func executeSET(_ request: [ArraySlice<UInt8>], into out: inout [UInt8]) -> Bool {
         guard request.count == 3, Self.isSET(request[0]) else { return false }
+        if let cluster = configuration.cluster,
+            let redirection = Self.redirection(toSlot: HashSlot.of(request[1]), in: cluster)
+        {
+            RESPReply.error(redirection, into: &out)
+            return true
+        }
         do {
             try declare(key: ServerKey(request[1]), id: ServerID(request[2]))
             out.append(contentsOf: Self.okReply)
@@ -50,7 +56,9 @@ extension RegistryServer {
                 return true
             }
             let cost = TransactionQueue.cost(of: request)
-            if let refusal = Self.refusal(of: request, name: name) {
+            if let refusal = Self.refusal(of: request, name: name)
+                ?? clusterRefusal(of: request, name: name, in: &queue)
+            {
                 RESPReply.error(refusal, into: &out)
                 session.transaction = .doomed
             } else if queue.accountedBytes + cost > configuration.maxTransactionBytes {
@@ -79,6 +87,7 @@ extension RegistryServer {
             RESPReply.error("EXECABORT Transaction discarded because of previous errors.", into: &out)
             return
         }
+        guard !queue.spansSlots else { return RESPReply.error(Self.crossSlotError, into: &out) }
         let commands = queue.commands
         if let gate {
             gate.leave()
@@ -100,7 +109,7 @@ extension RegistryServer {
     private func run(
         _ request: [ArraySlice<UInt8>], name: String, session: inout ClientSession, into out: inout [UInt8]
     ) async -> Bool {
-        if let refusal = Self.refusal(of: request, name: name) {
+        if let refusal = Self.refusal(of: request, name: name) ?? redirection(of: request, name: name) {
             RESPReply.error(refusal, into: &out)
             return true
         }
@@ -166,10 +175,16 @@ extension RegistryServer {
             case "INFO":
                 RESPReply.verbatimText(try await info(), version, into: &out)
             case "COMMAND":
-                switch arguments.first.map(Self.commandName) {
-                case "COUNT": RESPReply.integer(0, into: &out)
-                case "DOCS": RESPReply.mapHeader(0, version, into: &out)
-                default: RESPReply.arrayHeader(0, into: &out)
+                command(Array(arguments), version: version, into: &out)
+            case "CLUSTER":
+                cluster(Array(arguments), version: version, into: &out)
+            case "READONLY", "READWRITE", "ASKING":
+                // Cluster clients send these to reach replicas or follow -ASK; there are no
+                // replicas and no slot migrations, so they change nothing.
+                if configuration.cluster == nil {
+                    RESPReply.error("ERR This instance has cluster support disabled", into: &out)
+                } else {
+                    RESPReply.simple("OK", into: &out)
                 }
             case "CONFIG":
                 configGet(Array(arguments), version: version, into: &out)
@@ -178,6 +193,8 @@ extension RegistryServer {
             case "SELECT":
                 switch Int(String(decoding: request[1], as: UTF8.self)) {
                 case 0: RESPReply.simple("OK", into: &out)
+                case .some where configuration.cluster != nil:
+                    RESPReply.error("ERR SELECT is not allowed in cluster mode", into: &out)
                 case .some: RESPReply.error("ERR DB index is out of range", into: &out)
                 case nil: RESPReply.error("ERR value is not an integer or out of range", into: &out)
                 }
@@ -226,13 +243,36 @@ extension RegistryServer {
     static let commandArity: [String: Int] = [
         "PING": -1, "ECHO": 2, "QUIT": -1, "SET": -3, "GET": 2, "DEL": -2, "EXISTS": -2, "DBSIZE": 1,
         "TASK.PHASE": 2, "INFO": -1, "COMMAND": -1, "CONFIG": -2, "CLIENT": -2, "SELECT": 2, "HELLO": -1,
-        "MULTI": 1, "EXEC": 1, "DISCARD": 1,
+        "MULTI": 1, "EXEC": 1, "DISCARD": 1, "CLUSTER": -2, "READONLY": 1, "READWRITE": 1, "ASKING": 1,
     ]
 
     /// A command or option name in upper case (names are ASCII; other bytes never match one).
     /// Any thread.
     static func commandName(_ bytes: ArraySlice<UInt8>) -> String {
         String(decoding: bytes.lazy.map { (0x61...0x7A).contains($0) ? $0 - 0x20 : $0 }, as: UTF8.self)
+    }
+
+    /// In cluster mode, why a command cannot join the transaction `queue`: its keys are another
+    /// node's or in several slots. Records the transaction's slot, or that it spans several (as
+    /// Redis, which refuses that at `EXEC`). Nil outside cluster mode.
+    private func clusterRefusal(of request: [ArraySlice<UInt8>], name: String, in queue: inout TransactionQueue)
+        -> String?
+    {
+        guard let cluster = configuration.cluster else { return nil }
+        switch Self.keySlot(of: request, name: name) {
+        case .keyless:
+            return nil
+        case .crossSlot:
+            return Self.crossSlotError
+        case .slot(let slot):
+            if let redirection = Self.redirection(toSlot: slot, in: cluster) { return redirection }
+            if let transactionSlot = queue.slot {
+                if transactionSlot != slot { queue.spansSlots = true }
+            } else {
+                queue.slot = slot
+            }
+            return nil
+        }
     }
 
     private static let okReply: [UInt8] = Array("+OK\r\n".utf8)

@@ -45,7 +45,7 @@ extension RegistryServer {
         RESPReply.bulk("id".utf8, into: &out)
         RESPReply.integer(Int(session.id), into: &out)
         RESPReply.bulk("mode".utf8, into: &out)
-        RESPReply.bulk("standalone".utf8, into: &out)
+        RESPReply.bulk((configuration.cluster == nil ? "standalone" : "cluster").utf8, into: &out)
         RESPReply.bulk("role".utf8, into: &out)
         RESPReply.bulk("master".utf8, into: &out)
         RESPReply.bulk("modules".utf8, into: &out)

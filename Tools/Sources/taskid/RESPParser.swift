@@ -259,7 +259,8 @@ struct RESPParser {
         return .needMore
     }
 
-    /// What this parser holds: its buffer and the arrays it keeps. Memory accounting for tests.
+    /// The heap memory this parser holds, for tests: its buffer only. An incomplete request's
+    /// `PartialArray` holds no heap storage; anything given one must be counted here.
     var retainedBytes: Int { buffer.capacity }
 }
 

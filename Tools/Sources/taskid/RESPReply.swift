@@ -59,6 +59,13 @@ enum RESPReply {
         crlf(&out)
     }
 
+    /// A set of `count` elements: RESP3's set, or in RESP2 an array, as Redis does.
+    static func setHeader(_ count: Int, _ version: RESPVersion, into out: inout [UInt8]) {
+        out.append(version == .resp3 ? UInt8(ascii: "~") : UInt8(ascii: "*"))
+        out.append(contentsOf: String(count).utf8)
+        crlf(&out)
+    }
+
     static func arrayHeader(_ count: Int, into out: inout [UInt8]) {
         out.append(UInt8(ascii: "*"))
         out.append(contentsOf: String(count).utf8)

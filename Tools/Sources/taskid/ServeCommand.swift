@@ -26,8 +26,12 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "Address to listen on.")
     var host = "127.0.0.1"
 
-    @Option(help: "Port (0 picks a free one; the ready line tells which).")
-    var port = 6380
+    @Option(
+        help: """
+            Port (0 picks a free one; the ready line tells which). Default: 6380, or in a \
+            cluster the node's port in --cluster-config.
+            """)
+    var port: Int?
 
     @Option(help: "Event loops (registry shards), one thread each (1...64).")
     var loops = 1
@@ -79,6 +83,21 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "--work upstream: most upstream connections open at once, over all loops.")
     var upstreamMaxConnections = 256
 
+    @Option(
+        help: ArgumentHelp(
+            "A static Redis Cluster configuration: one node per line, ID HOST:PORT SLOTS...",
+            discussion: """
+                Each of SLOTS is a slot or a range FIRST-LAST in 0...16383; '#' starts a comment. \
+                Every node is started with the same file. The node answers CLUSTER SLOTS, SHARDS, \
+                NODES, MYID, INFO and KEYSLOT, serves only its own slots, and answers -MOVED with \
+                the owner's address for the others (-CLUSTERDOWN for slots no node serves).
+                """,
+            valueName: "file"))
+    var clusterConfig: String?
+
+    @Option(help: ArgumentHelp("This node's ID in --cluster-config.", valueName: "id"))
+    var clusterNode: String?
+
     @Option(help: "Least severe log message written to standard error.")
     var logLevel = LogLevelArgument.info
 
@@ -90,7 +109,8 @@ struct ServeCommand: AsyncParsableCommand {
                     "\(option) takes an integer in \(range.lowerBound)...\(range.upperBound), got '\(value)'")
             }
         }
-        try check("--port", port, in: 0...65_535)
+        if let port { try check("--port", port, in: 0...65_535) }
+        _ = try clusterConfiguration()
         try check("--loops", loops, in: 1...64)
         try check("--debounce-ms", debounceMilliseconds, in: 0...86_400_000)
         try check("--max-clients", maxClients, in: 1...1_000_000)
@@ -103,11 +123,38 @@ struct ServeCommand: AsyncParsableCommand {
         try check("--upstream-max-connections", upstreamMaxConnections, in: 1...1_000_000)
     }
 
-    /// The server's settings from the options.
+    /// The cluster the options name: nil without `--cluster-config`.
+    /// - Throws: `ValidationError` when only one of the two cluster options is given, the file
+    ///   cannot be read or is wrong, or `--port` is not the node's port in it.
+    func clusterConfiguration() throws -> ClusterConfiguration? {
+        switch (clusterConfig, clusterNode) {
+        case (nil, nil):
+            return nil
+        case (nil, .some):
+            throw ValidationError("--cluster-node needs --cluster-config")
+        case (.some, nil):
+            throw ValidationError("--cluster-config needs --cluster-node (this node's id in the file)")
+        case (.some(let path), .some(let id)):
+            let cluster: ClusterConfiguration
+            do { cluster = try ClusterConfiguration.load(path: path, myself: id) } catch {
+                throw ValidationError("--cluster-config: \(error)")
+            }
+            if let port, port != cluster.myself.port {
+                throw ValidationError(
+                    "--port \(port) is not node '\(id)''s port in \(path) (\(cluster.myself.port)); "
+                        + "leave --port out to use it")
+            }
+            return cluster
+        }
+    }
+
+    /// The server's settings from the options (checked by `validate`).
     var serverConfiguration: ServerConfiguration {
         var configuration = ServerConfiguration()
+        let cluster = try? clusterConfiguration()
+        configuration.cluster = cluster
         configuration.host = host
-        configuration.port = port
+        configuration.port = port ?? cluster?.myself.port ?? 6380
         configuration.loops = loops
         configuration.debounceMilliseconds = debounceMilliseconds
         configuration.work = work

@@ -59,4 +59,7 @@ struct ServerConfiguration: Sendable, Equatable {
     var upstreamConnectTimeoutMilliseconds = 1_000
     var upstreamReplyTimeoutMilliseconds = 5_000
     var upstreamMaxConnections = 256
+    /// `--cluster-config` and `--cluster-node`: the static cluster this node belongs to; nil
+    /// for a standalone server, which serves every key.
+    var cluster: ClusterConfiguration?
 }

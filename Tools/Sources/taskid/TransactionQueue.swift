@@ -16,6 +16,13 @@ struct TransactionQueue {
     /// Commands queued.
     var count: Int { argumentCounts.count }
 
+    /// In cluster mode, the slot of the first key queued: a transaction's keys must all hash to
+    /// one slot, as in Redis Cluster.
+    var slot: Int?
+    /// In cluster mode, whether a queued command's keys hash to another slot than `slot`:
+    /// `EXEC` then answers `-CROSSSLOT` and runs nothing, as Redis does.
+    var spansSlots = false
+
     /// What the queue accounts for: its arguments' bytes plus 4 per argument and 4 per command.
     private(set) var accountedBytes = 0
 

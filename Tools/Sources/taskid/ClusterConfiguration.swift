@@ -1,0 +1,149 @@
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// One node of a static cluster: its id, the address clients reach it at, and its slots. A
+/// value type; any thread.
+struct ClusterNode: Sendable, Equatable {
+    /// The node's name in `CLUSTER NODES`, `CLUSTER SLOTS` and `CLUSTER MYID`.
+    let id: String
+    /// The address given to clients in `-MOVED` and the `CLUSTER` replies.
+    let host: String
+    let port: Int
+    /// The slot ranges the node serves, in the order written.
+    let slotRanges: [ClosedRange<Int>]
+}
+
+/// Why a cluster configuration was refused: the file and line, and what is wrong. Any thread.
+struct ClusterConfigurationError: Error, Equatable, CustomStringConvertible {
+    let description: String
+}
+
+/// `taskid serve --cluster-config FILE --cluster-node ID`: every node of the cluster with its
+/// slots, and which one this process is. Static: nodes do not gossip, fail over or move slots;
+/// every node is started with the same file, and a node answers only for its own slots
+/// (`-MOVED` to the owner for the others, `-CLUSTERDOWN` for slots nobody serves).
+///
+/// The file has one node per line, `ID HOST:PORT SLOTS...`, where each of SLOTS is a slot or a
+/// range `FIRST-LAST` in 0...16383; `#` starts a comment, and blank lines are skipped:
+///
+///     # taskid cluster: two nodes, half the slots each
+///     node-a 127.0.0.1:7001 0-8191
+///     node-b 127.0.0.1:7002 8192-16383
+///
+/// An id is 1 to 40 letters, digits, `-`, `_` or `.`. A value type; any thread.
+struct ClusterConfiguration: Sendable, Equatable {
+    let nodes: [ClusterNode]
+    /// This process's node, an index into `nodes`.
+    let myIndex: Int
+    /// Each slot's node, an index into `nodes`, or -1 when no node serves it.
+    private let owners: [Int16]
+
+    var myself: ClusterNode { nodes[myIndex] }
+
+    /// The node serving `slot`, nil when none does.
+    func owner(ofSlot slot: Int) -> Int? {
+        let owner = owners[slot]
+        return owner < 0 ? nil : Int(owner)
+    }
+
+    /// Whether every slot is served by some node (`CLUSTER INFO`'s `cluster_state`).
+    var coversEverySlot: Bool { !owners.contains(-1) }
+
+    /// The most nodes a configuration may list (an index fits the slot table's `Int16`).
+    static let maxNodes = 1_000
+
+    /// Reads and checks the configuration in `path`, `myself` being this process's id.
+    /// - Throws: `ClusterConfigurationError` naming the file, the line and the fault.
+    static func load(path: String, myself: String) throws(ClusterConfigurationError) -> ClusterConfiguration {
+        guard let file = fopen(path, "r") else {
+            throw ClusterConfigurationError(description: "cannot read \(path): \(String(cString: strerror(errno)))")
+        }
+        defer { fclose(file) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 65_536)
+        while true {
+            let count = fread(&chunk, 1, chunk.count, file)
+            if count > 0 { bytes += chunk[..<count] }
+            if count < chunk.count { break }
+            guard bytes.count <= 16 << 20 else {
+                throw ClusterConfigurationError(description: "\(path) is larger than 16 MiB")
+            }
+        }
+        guard ferror(file) == 0 else { throw ClusterConfigurationError(description: "cannot read \(path)") }
+        return try parse(String(decoding: bytes, as: UTF8.self), myself: myself, source: path)
+    }
+
+    /// Parses and checks a configuration's text (see the type's description).
+    /// - Throws: `ClusterConfigurationError` naming `source`, the line and the fault.
+    static func parse(_ text: String, myself: String, source: String = "the cluster configuration")
+        throws(ClusterConfigurationError) -> ClusterConfiguration
+    {
+        var nodes: [ClusterNode] = []
+        var owners = [Int16](repeating: -1, count: HashSlot.count)
+        for (offset, rawLine) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            let lineNumber = offset + 1
+            func fault(_ message: String) -> ClusterConfigurationError {
+                ClusterConfigurationError(description: "\(source), line \(lineNumber): \(message)")
+            }
+            let line = rawLine.prefix { $0 != "#" }
+            let fields = line.split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "\r" }).map(String.init)
+            guard !fields.isEmpty else { continue }
+            guard fields.count >= 3 else { throw fault("expected ID HOST:PORT SLOTS..., got '\(line)'") }
+            let id = fields[0]
+            guard isValidID(id) else {
+                throw fault("the id '\(id)' is not 1 to 40 letters, digits, '-', '_' or '.'")
+            }
+            guard !nodes.contains(where: { $0.id == id }) else { throw fault("the id '\(id)' is listed twice") }
+            guard let colon = fields[1].lastIndex(of: ":"), let port = Int(fields[1][fields[1].index(after: colon)...]),
+                (1...65_535).contains(port), colon != fields[1].startIndex
+            else {
+                throw fault("expected HOST:PORT with a port in 1...65535, got '\(fields[1])'")
+            }
+            var host = String(fields[1][..<colon])
+            if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+            guard !nodes.contains(where: { $0.host == host && $0.port == port }) else {
+                throw fault("the address \(fields[1]) is listed twice")
+            }
+            guard nodes.count < maxNodes else { throw fault("more than \(maxNodes) nodes") }
+            var ranges: [ClosedRange<Int>] = []
+            for field in fields[2...] {
+                guard let range = slotRange(field) else {
+                    throw fault("expected a slot or FIRST-LAST in 0...\(HashSlot.count - 1), got '\(field)'")
+                }
+                for slot in range where owners[slot] >= 0 {
+                    throw fault("slot \(slot) is already served by '\(nodes[Int(owners[slot])].id)'")
+                }
+                for slot in range { owners[slot] = Int16(nodes.count) }
+                ranges.append(range)
+            }
+            nodes.append(ClusterNode(id: id, host: host, port: port, slotRanges: ranges))
+        }
+        guard !nodes.isEmpty else { throw ClusterConfigurationError(description: "\(source) lists no node") }
+        guard let myIndex = nodes.firstIndex(where: { $0.id == myself }) else {
+            throw ClusterConfigurationError(description: "\(source) has no node '\(myself)' (--cluster-node)")
+        }
+        return ClusterConfiguration(nodes: nodes, myIndex: myIndex, owners: owners)
+    }
+
+    private static func isValidID(_ id: String) -> Bool {
+        (1...40).contains(id.utf8.count)
+            && id.utf8.allSatisfy { byte in
+                (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte)
+                    || byte == UInt8(ascii: "-") || byte == UInt8(ascii: "_") || byte == UInt8(ascii: ".")
+            }
+    }
+
+    /// `N` or `FIRST-LAST` (FIRST ≤ LAST), within the slots; nil otherwise.
+    private static func slotRange(_ field: String) -> ClosedRange<Int>? {
+        let bounds = field.split(separator: "-", maxSplits: 1, omittingEmptySubsequences: false)
+        guard bounds.allSatisfy({ !$0.isEmpty && $0.allSatisfy(\.isASCII) && $0.allSatisfy(\.isNumber) }),
+            let first = Int(bounds[0]), let last = Int(bounds.last!), first <= last, last < HashSlot.count
+        else { return nil }
+        return first...last
+    }
+}

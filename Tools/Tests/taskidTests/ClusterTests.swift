@@ -1,0 +1,227 @@
+import ArgumentParser
+import Testing
+
+@testable import taskid
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Static Redis Cluster mode: slots, the configuration file, redirections and the CLUSTER
+/// replies, as redis-cli -c, redis-benchmark --cluster and redis-py's RedisCluster read them.
+@Suite("taskid serve: cluster mode")
+struct ClusterTests {
+    /// Two nodes with half the slots each, and slot 16383 served by nobody. This process is
+    /// `me`.
+    static let text = """
+        # two nodes
+        me 127.0.0.1:7001 0-8191   # the first half
+        other 10.0.0.2:7002 8192-16382
+        """
+
+    static func cluster() throws -> ClusterConfiguration {
+        try ClusterConfiguration.parse(text, myself: "me")
+    }
+
+    @Test func slotsAreCRC16XModemWithHashTagsAsRedisComputesThem() {
+        #expect(HashSlot.crc16(Array("123456789".utf8)) == 0x31C3)
+        let slots: [(String, Int)] = [
+            ("foo", 12182), ("somekey", 11058), ("foo{hash_tag}", 2515), ("bar{hash_tag}", 2515), ("bar", 5061),
+            ("{user1000}.following", 3443), ("{user1000}.followers", 3443), ("foo{}{bar}", 8363),
+            ("foo{{bar}}zap", 4015), ("foo{bar}{zap}", 5061), ("", 0), ("key:{06S}:x", 0),
+            ("a{b", HashSlot.of(Array("a{b".utf8))),
+        ]
+        for (key, slot) in slots { #expect(HashSlot.of(Array(key.utf8)) == slot, "\(key)") }
+    }
+
+    @Test func theConfigurationNamesEveryNodeAndWhoServesEachSlot() throws {
+        let cluster = try Self.cluster()
+        #expect(cluster.nodes.map(\.id) == ["me", "other"])
+        #expect(cluster.myself == ClusterNode(id: "me", host: "127.0.0.1", port: 7001, slotRanges: [0...8191]))
+        #expect(cluster.owner(ofSlot: 0) == 0 && cluster.owner(ofSlot: 8191) == 0)
+        #expect(cluster.owner(ofSlot: 8192) == 1 && cluster.owner(ofSlot: 16382) == 1)
+        #expect(cluster.owner(ofSlot: 16383) == nil)
+        #expect(!cluster.coversEverySlot)
+        let single = try ClusterConfiguration.parse("n [::1]:7000 5 0-4 6-16383", myself: "n")
+        #expect(single.myself.host == "::1" && single.coversEverySlot)
+    }
+
+    @Test(arguments: [
+        ("", "lists no node"),
+        ("me 127.0.0.1:7001", "line 1: expected ID HOST:PORT SLOTS..., got 'me 127.0.0.1:7001'"),
+        ("m/e 127.0.0.1:7001 0", "line 1: the id 'm/e' is not 1 to 40 letters, digits, '-', '_' or '.'"),
+        ("me 127.0.0.1:7001 0\nme 127.0.0.1:7002 1", "line 2: the id 'me' is listed twice"),
+        ("me 127.0.0.1 0", "line 1: expected HOST:PORT with a port in 1...65535, got '127.0.0.1'"),
+        ("me 127.0.0.1:0 0", "line 1: expected HOST:PORT with a port in 1...65535, got '127.0.0.1:0'"),
+        ("me :7001 0", "line 1: expected HOST:PORT with a port in 1...65535, got ':7001'"),
+        ("me h:1 0\nyou h:1 1", "line 2: the address h:1 is listed twice"),
+        ("me h:1 16384", "line 1: expected a slot or FIRST-LAST in 0...16383, got '16384'"),
+        ("me h:1 9-3", "line 1: expected a slot or FIRST-LAST in 0...16383, got '9-3'"),
+        ("me h:1 -3", "line 1: expected a slot or FIRST-LAST in 0...16383, got '-3'"),
+        ("me h:1 0-10\n\n# x\nyou h:2 10-20", "line 4: slot 10 is already served by 'me'"),
+        ("you h:1 0", "has no node 'me' (--cluster-node)"),
+    ])
+    func aWrongConfigurationIsRefusedWithItsLine(text: String, message: String) {
+        #expect {
+            _ = try ClusterConfiguration.parse(text, myself: "me", source: "c.conf")
+        } throws: { error in
+            "\(error)".hasPrefix("c.conf") && "\(error)".hasSuffix(message)
+        }
+    }
+
+    @Test func keysOfOtherSlotsAreRedirectedAndKeylessCommandsRunHere() async throws {
+        try await withServer({ $0.cluster = try? Self.cluster() }) { server, clientLoop in
+            let client = TestClient(loop: clientLoop, port: server.port)
+            try await client.connect()
+            // "bar" (5061) is ours, "foo" (12182) the other node's, slot 16383 nobody's
+            // ("a{k}" hashes "k": find a key of slot 16383 by search).
+            let orphan = (0..<100_000).lazy.map { "o\($0)" }.first { HashSlot.of(Array($0.utf8)) == 16383 }!
+            try await client.send(
+                "SET bar 1\r\nSET foo 1\r\nGET foo\r\nEXISTS foo\r\nTASK.PHASE foo\r\nSET \(orphan) 1\r\n"
+                    + "DEL bar foo\r\nEXISTS bar {bar}x\r\nDBSIZE\r\nPING\r\nCLUSTER KEYSLOT foo\r\nREADONLY\r\n"
+                    + "SELECT 0\r\nSELECT 1\r\n")
+            #expect(
+                try await client.replies(14) == [
+                    "+OK", "-MOVED 12182 10.0.0.2:7002", "-MOVED 12182 10.0.0.2:7002", "-MOVED 12182 10.0.0.2:7002",
+                    "-MOVED 12182 10.0.0.2:7002", "-CLUSTERDOWN Hash slot not served",
+                    "-CROSSSLOT Keys in request don't hash to the same slot", ":1", ":1", "+PONG", ":12182", "+OK",
+                    "+OK", "-ERR SELECT is not allowed in cluster mode",
+                ])
+        }
+    }
+
+    @Test func clusterRepliesAreRedisesBytes() async throws {
+        try await withServer({ $0.cluster = try? Self.cluster() }) { server, clientLoop in
+            let client = TestClient(loop: clientLoop, port: server.port)
+            try await client.connect()
+            let slots =
+                "*2\r\n*3\r\n:0\r\n:8191\r\n*4\r\n$9\r\n127.0.0.1\r\n:7001\r\n$2\r\nme\r\n*0\r\n"
+                + "*3\r\n:8192\r\n:16382\r\n*4\r\n$8\r\n10.0.0.2\r\n:7002\r\n$5\r\nother\r\n*0\r\n"
+            let nodes =
+                "me 127.0.0.1:7001@0 myself,master - 0 0 1 connected 0-8191\n"
+                + "other 10.0.0.2:7002@0 master - 0 0 2 connected 8192-16382\n"
+            try await client.send("CLUSTER SLOTS\r\nCLUSTER NODES\r\nCLUSTER MYID\r\n")
+            let expected = slots + "$\(nodes.utf8.count)\r\n\(nodes)\r\n" + "$2\r\nme\r\n"
+            #expect(try await client.rawBytes(expected.utf8.count) == Array(expected.utf8))
+            try await client.send("CLUSTER INFO\r\nHELLO 3\r\nCLUSTER SHARDS\r\n")
+            let replies = try await client.replies(3)
+            #expect(replies[0].contains("cluster_state:fail\r\ncluster_slots_assigned:16383\r\n"))
+            #expect(replies[0].contains("cluster_known_nodes:2\r\ncluster_size:2\r\n"))
+            #expect(replies[1].contains("\"mode\": \"cluster\""))
+            #expect(
+                replies[2] == "[{\"slots\": [:0, :8191], \"nodes\": [{\"id\": \"me\", \"ip\": \"127.0.0.1\", "
+                    + "\"endpoint\": \"127.0.0.1\", \"port\": :7001, \"role\": \"master\", "
+                    + "\"replication-offset\": :0, \"health\": \"online\"}]}, {\"slots\": [:8192, :16382], "
+                    + "\"nodes\": [{\"id\": \"other\", \"ip\": \"10.0.0.2\", \"endpoint\": \"10.0.0.2\", "
+                    + "\"port\": :7002, \"role\": \"master\", \"replication-offset\": :0, \"health\": \"online\"}]}]")
+            try await client.send("CLUSTER NOPE\r\nCLUSTER SLOTS x\r\n")
+            #expect(
+                try await client.replies(2) == [
+                    "-ERR unknown subcommand 'NOPE'. Try CLUSTER HELP.",
+                    "-ERR wrong number of arguments for 'cluster|slots' command",
+                ])
+        }
+    }
+
+    @Test func aTransactionStaysOnOneSlotOfThisNode() async throws {
+        try await withServer({ $0.cluster = try? Self.cluster() }) { server, clientLoop in
+            let client = TestClient(loop: clientLoop, port: server.port)
+            try await client.connect()
+            // Another node's key while queuing: refused at once, and EXEC aborts.
+            try await client.send("MULTI\r\nSET bar 1\r\nSET foo 1\r\nEXEC\r\n")
+            #expect(
+                try await client.replies(4) == [
+                    "+OK", "+QUEUED", "-MOVED 12182 10.0.0.2:7002",
+                    "-EXECABORT Transaction discarded because of previous errors.",
+                ])
+            // Two of this node's slots ("bar" 5061, "b" 3300): queued, then refused as a whole at EXEC, nothing run.
+            try await client.send("MULTI\r\nSET bar 1\r\nSET b 1\r\nPING\r\nEXEC\r\nEXISTS bar\r\nEXISTS b\r\n")
+            #expect(
+                try await client.replies(7) == [
+                    "+OK", "+QUEUED", "+QUEUED", "+QUEUED", "-CROSSSLOT Keys in request don't hash to the same slot",
+                    ":0", ":0",
+                ])
+            // One slot: runs.
+            try await client.send("MULTI\r\nSET {bar}1 1\r\nSET bar 2\r\nEXISTS {bar}1 bar\r\nEXEC\r\n")
+            #expect(try await client.replies(5) == ["+OK", "+QUEUED", "+QUEUED", "+QUEUED", "[+OK, +OK, :2]"])
+        }
+    }
+
+    @Test func aStandaloneServerHasNoClusterCommands() async throws {
+        try await withServer { server, clientLoop in
+            let client = TestClient(loop: clientLoop, port: server.port)
+            try await client.connect()
+            try await client.send("CLUSTER SLOTS\r\nREADONLY\r\nSET foo 1\r\nSELECT 1\r\n")
+            #expect(
+                try await client.replies(4) == [
+                    "-ERR This instance has cluster support disabled",
+                    "-ERR This instance has cluster support disabled", "+OK", "-ERR DB index is out of range",
+                ])
+        }
+    }
+
+    @Test func commandDescribesEveryCommandWithItsKeys() async throws {
+        try await withServer { server, clientLoop in
+            let client = TestClient(loop: clientLoop, port: server.port)
+            try await client.connect()
+            try await client.send("COMMAND INFO get nope\r\n")
+            let get =
+                "*2\r\n*10\r\n$3\r\nget\r\n:2\r\n*2\r\n+readonly\r\n+fast\r\n:1\r\n:1\r\n:1\r\n*0\r\n*0\r\n*0\r\n*0\r\n"
+                + "$-1\r\n"
+            #expect(try await client.rawBytes(get.utf8.count) == Array(get.utf8))
+            try await client.send(
+                "COMMAND COUNT\r\nCOMMAND GETKEYS DEL a b\r\nCOMMAND GETKEYS PING\r\nCOMMAND GETKEYS NOPE x\r\n"
+                    + "COMMAND INFO task.phase\r\nCOMMAND\r\n")
+            let replies = try await client.replies(6)
+            #expect(replies[0] == ":\(RegistryServer.commandArity.count)")
+            #expect(replies[1] == "[\"a\", \"b\"]")
+            #expect(replies[2] == "-ERR The command has no key arguments")
+            #expect(replies[3] == "-ERR Invalid command specified")
+            #expect(replies[4] == "[[\"task.phase\", :2, [+readonly, +fast], :1, :1, :1, [], [], [], []]]")
+            #expect(replies[5].hasPrefix("[[\"asking\", :1, [], :0, :0, :0, [], [], [], []], "))
+        }
+    }
+
+    /// Writes `text` to a new temporary file and returns its path.
+    static func temporaryFile(_ text: String) throws -> String {
+        var template = Array("/tmp/taskid-cluster-XXXXXX".utf8CString)
+        let descriptor = mkstemp(&template)
+        try #require(descriptor >= 0)
+        let bytes = Array(text.utf8)
+        #expect(write(descriptor, bytes, bytes.count) == bytes.count)
+        close(descriptor)
+        return String(cString: template)
+    }
+
+    @Test func theCommandLineReadsTheClusterAndTakesTheNodesPort() throws {
+        let path = try Self.temporaryFile(Self.text)
+        defer { unlink(path) }
+        let command = try ServeCommand.parse(["--cluster-config", path, "--cluster-node", "other"])
+        #expect(command.serverConfiguration.port == 7002)
+        #expect(command.serverConfiguration.cluster == (try ClusterConfiguration.parse(Self.text, myself: "other")))
+        let explicit = try ServeCommand.parse(["--cluster-config", path, "--cluster-node", "me", "--port", "7001"])
+        #expect(explicit.serverConfiguration.port == 7001)
+        for (arguments, message) in [
+            (
+                ["--cluster-config", path, "--cluster-node", "me", "--port", "7002"],
+                "--port 7002 is not node 'me''s port"
+            ),
+            (["--cluster-config", path], "--cluster-config needs --cluster-node"),
+            (["--cluster-node", "me"], "--cluster-node needs --cluster-config"),
+            (["--cluster-config", path, "--cluster-node", "x"], "has no node 'x' (--cluster-node)"),
+            (["--cluster-config", "/nonexistent/c", "--cluster-node", "x"], "cannot read /nonexistent/c"),
+        ] {
+            #expect(ServeCommand.message(for: ServeCommandParseFailure(arguments)).contains(message), "\(arguments)")
+        }
+    }
+}
+
+/// Parses `arguments` as `taskid serve`, expecting a failure; the error, for its message.
+private func ServeCommandParseFailure(_ arguments: [String]) -> any Error {
+    do {
+        _ = try ServeCommand.parse(arguments)
+        return CancellationError()  // parsed: no message matches
+    } catch {
+        return error
+    }
+}
