@@ -5,30 +5,46 @@
       sends each COMMAND (one string, split on spaces) on a new connection and prints one line:
       COMMAND -> the reply, or "connection closed" when the server (the proxy) hangs up.
 
-  cluster-load.py failover --proxy P --nodes P1,P2,... --victim-pid PID --victim-port P
-                           [--keys N] [--connections N] [--depth N] [--before S] [--after S]
-                           [--recover-ms MS]
-      SETs every key k:<n> once through the proxy, finds which node holds each key (EXISTS on
-      every node directly), then runs --connections connections through the proxy, each owning
-      its share of the keys and SETting them with ids i<seq> that only grow (pipelined --depth
-      deep). After --before seconds it kills the victim with SIGKILL and goes on for --after
-      seconds with half of the keys (the other half is never SET again), waits until the
-      surviving nodes have no run left (INFO live_generations), GETs every key through the
-      proxy and checks:
-        1. requests fail for a bounded window after the kill and then succeed again, the keys
-           of the dead node included (they now hash to a survivor);
-        2. every key reads the last id acknowledged with +OK, or a later one whose SET was
-           answered with an error or not at all (0 stale);
-        3. the keys lost are exactly the dead node's keys that were not SET again after the
-           kill: they read nil, and no other key does.
-      Prints key=value lines; exit 0 passed, 1 a check failed, 3 could not set up.
+  cluster-load.py chaos --taskid PATH --ports P1,P2,... (--proxy P | --cluster-config FILE)
+                        [--seconds S] [--interval S] [--downtime S] [--keys N] [--writers N]
+                        [--readers N] [--depth N] [--min-kills N] [--log-dir DIR] [--seed N]
+      Starts one `taskid serve` node per port (--loops 1 --work sleep:0; with --cluster-config,
+      node I is `nodeI` of that file), and for --seconds:
+        - writers SET keys k:<n> with ids i<seq> that only grow (each key has one writer), through
+          the proxy, or in cluster mode straight to each key's node by its hash slot (a client
+          that routes itself, as redis-py's RedisCluster does);
+        - readers GET random keys throughout, by the same route;
+        - every --interval seconds a node is killed with SIGKILL and started again --downtime
+          seconds later on the same port, the nodes taken in turn in a shuffled order, so each
+          is killed about as often as the others.
+      With --work sleep:0 a SET's run commits in the loop turn after the SET, before the node
+      reads any request sent after the SET's reply. So a GET sent after a SET was acknowledged
+      must read that id or a later one, unless the key's node was killed since (its results die
+      with it: the GET reads nil, or an error while it is down). Checked:
+        1. stale reads: 0. A GET never reads an id older than the last one acknowledged before it
+           was sent, nor older than one already read for that key;
+        2. nil reads only for keys whose node was killed after their last acknowledged SET;
+        3. errors only for keys whose node was down at some time between the request and its
+           reply ("inside a failure window"); none outside;
+        4. at the end, with every node up and no run left: every key reads its last acknowledged
+           id (or a later one, sent and answered with an error), or nil if its node was killed
+           since;
+        5. every node killed at least --min-kills times, and the last of each stops with exit 0
+           on SIGTERM.
+      Reports acknowledged SETs, errors inside and outside failure windows, reads, stale and nil
+      reads, and each node's resident memory and open descriptors: their slopes (least squares,
+      per minute) over each run of the node, the longest run shown. Prints key=value lines;
+      exit 0 passed, 1 a check failed, 3 could not set up.
 """
 
 import argparse
+import binascii
 import os
 import random
+import select
 import signal
 import socket
+import subprocess
 import sys
 import threading
 import time
@@ -153,284 +169,494 @@ def probe(args):
     return 0
 
 
-OK, ERROR, LOST = 0, 1, 2
+# ---- chaos -------------------------------------------------------------------------------
 
 
-class Loader(threading.Thread):
-    """One connection through the proxy, SETting its own keys with growing ids."""
+def key_slot(key):
+    """Redis Cluster's hash slot: CRC16/XMODEM of the key, or of its {hash tag}, mod 16384."""
+    data = key.encode() if isinstance(key, str) else key
+    start = data.find(b"{")
+    if start >= 0:
+        end = data.find(b"}", start + 1)
+        if end > start + 1:
+            data = data[start + 1:end]
+    return binascii.crc_hqx(data, 0) & 16383
 
-    def __init__(self, index, port, keys, hot, killed, depth, stop_at):
-        super().__init__(daemon=True)
-        self.index, self.port, self.keys, self.hot, self.depth, self.stop_at = index, port, keys, hot, depth, stop_at
-        self.killed = killed
-        self.seq = 0
-        self.last_ok = {}          # key -> seq of the last SET acknowledged with +OK
-        self.unconfirmed = {}      # key -> seqs sent after that, answered with an error or not at all
-        self.events = []           # (reply time, send time, key, OK|ERROR|LOST)
-        self.errors = {}           # error text -> count
-        self.reconnects = 0
-        self.failure = None
 
-    def run(self):
-        rng = random.Random(self.index)
-        conn = None
+class Node:
+    """One `taskid serve` process on a fixed port, killed and started again by the chaos."""
+
+    def __init__(self, index, port, argv, log_path):
+        self.index, self.port, self.argv, self.log_path = index, port, argv, log_path
+        self.process = None
+        self.lock = threading.Lock()
+        self.down_windows = []   # [killed at, up again at (None while down)]
+        self.kills = 0
+        self.runs = []           # per process: [(time, rss bytes, open fds)]
+
+    def start(self):
+        log = open(self.log_path, "ab")
+        process = subprocess.Popen(self.argv, stdout=subprocess.PIPE, stderr=log, stdin=subprocess.DEVNULL)
+        log.close()
+        deadline = time.monotonic() + 20
+        line = b""
+        while not line.endswith(b"\n"):
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or process.poll() is not None:
+                process.kill()
+                process.wait()
+                raise RuntimeError("node %d (port %d) did not start; see %s" % (self.index + 1, self.port,
+                                                                                self.log_path))
+            ready, _, _ = select.select([process.stdout], [], [], remaining)
+            if ready:
+                chunk = os.read(process.stdout.fileno(), 4096)
+                if not chunk:
+                    continue
+                line += chunk
+        if b'"event":"ready"' not in line:
+            raise RuntimeError("node %d printed %r, not its ready line" % (self.index + 1, line))
+        with self.lock:
+            self.process = process
+            self.runs.append([])
+            if self.down_windows and self.down_windows[-1][1] is None:
+                self.down_windows[-1][1] = time.monotonic()
+
+    def kill(self):
+        with self.lock:
+            process = self.process
+            # The window opens before the signal: a request may fail from the signal on.
+            self.down_windows.append([time.monotonic(), None])
+            self.kills += 1
+            self.process = None
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+
+    def stop(self):
+        """SIGTERM; the exit status (None if it had to be killed)."""
+        with self.lock:
+            process = self.process
+            self.process = None
+        if process is None:
+            return None
+        process.send_signal(signal.SIGTERM)
         try:
-            while time.monotonic() < self.stop_at:
+            return process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+            return None
+
+    def sample(self):
+        with self.lock:
+            process, run = self.process, (self.runs[-1] if self.runs else None)
+        if process is None or run is None:
+            return
+        try:
+            with open("/proc/%d/status" % process.pid) as status:
+                rss = next(int(line.split()[1]) * 1024 for line in status if line.startswith("VmRSS:"))
+            fds = len(os.listdir("/proc/%d/fd" % process.pid))
+        except (OSError, StopIteration):
+            return
+        run.append((time.monotonic(), rss, fds))
+
+    def was_down(self, start, end):
+        """Whether the node was down at some time in [start, end]."""
+        with self.lock:
+            windows = [(a, b) for a, b in self.down_windows]
+        return any(a <= end and (b is None or b >= start) for a, b in windows)
+
+    def killed_between(self, start, end):
+        with self.lock:
+            return any(start <= a <= end for a, _ in self.down_windows)
+
+
+class Router:
+    """One thread's connections: to the proxy, or to each node (cluster mode, by hash slot)."""
+
+    def __init__(self, proxy_port, slot_ports):
+        self.proxy_port, self.slot_ports = proxy_port, slot_ports
+        self.connections = {}
+
+    def port_of(self, key):
+        return self.proxy_port if self.proxy_port else self.slot_ports[key_slot(key)]
+
+    def run(self, commands):
+        """Sends [(key, args)], grouped by connection; yields (index, send time, reply time, reply)
+        where reply is a value, a RespError, or None for no reply (the connection failed)."""
+        groups = {}
+        for index, (key, args) in enumerate(commands):
+            groups.setdefault(self.port_of(key), []).append((index, args))
+        results = []
+        for port, group in groups.items():
+            sent = time.monotonic()
+            conn = self.connections.get(port)
+            done = 0
+            try:
                 if conn is None:
-                    try:
-                        conn = Connection(self.port)
-                    except OSError:
-                        time.sleep(0.01)
-                        continue
-                batch = []
-                pool = self.hot if self.killed.is_set() else self.keys
-                for _ in range(self.depth):
-                    self.seq += 1
-                    batch.append((rng.choice(pool), self.seq))
-                sent = time.monotonic()
-                done = 0
-                try:
-                    conn.send(b"".join(encode(("SET", "k:%d" % k, "i%d" % s)) for k, s in batch))
-                    for key, seq in batch:
-                        value = conn.reply()
-                        now = time.monotonic()
-                        done += 1
-                        if value == b"OK":
-                            self.last_ok[key] = seq
-                            self.unconfirmed.pop(key, None)
-                            self.events.append((now, sent, key, OK))
-                        else:  # an error (a timeout, say) does not prove the SET was not applied
-                            text = str(value)
-                            self.errors[text] = self.errors.get(text, 0) + 1
-                            self.unconfirmed.setdefault(key, set()).add(seq)
-                            self.events.append((now, sent, key, ERROR))
-                except (Closed, OSError):
-                    now = time.monotonic()
-                    for key, seq in batch[done:]:
-                        self.unconfirmed.setdefault(key, set()).add(seq)
-                        self.events.append((now, sent, key, LOST))
+                    conn = Connection(port, timeout=5.0)
+                    self.connections[port] = conn
+                conn.send(b"".join(encode(args) for _, args in group))
+                for index, _ in group:
+                    value = conn.reply()
+                    results.append((index, sent, time.monotonic(), value))
+                    done += 1
+            except (Closed, OSError):
+                now = time.monotonic()
+                for index, _ in group[done:]:
+                    results.append((index, sent, now, RespError("no reply: connection failed")))
+                if conn is not None:
                     conn.close()
-                    conn = None
-                    self.reconnects += 1
-        except Exception as error:  # a bug here must not pass for a clean run
-            self.failure = repr(error)
-        finally:
-            if conn is not None:
-                conn.close()
+                self.connections.pop(port, None)
+        return results
+
+    def close(self):
+        for conn in self.connections.values():
+            conn.close()
 
 
-def info_field(port, name):
-    conn = Connection(port)
+class Shared:
+    """What writers, readers and the end check share (dict operations are atomic in CPython)."""
+
+    def __init__(self, keys):
+        # key -> (seq, when that SET was sent): a kill after the send may have taken the SET's
+        # result with it even when its +OK arrives after the kill (it was in flight).
+        self.last_ok = {}
+        self.unconfirmed = {}  # key -> seqs sent after it, answered with an error or not at all
+        self.max_sent = {}
+        self.owner = {}        # key -> Node
+        self.stop = threading.Event()
+        self.lock = threading.Lock()
+        self.acknowledged = 0
+        self.errors_inside = 0
+        self.errors_outside = []   # (key, text)
+        self.error_texts = {}
+        self.reads = 0
+        self.stale = []            # (key, read seq, floor, why)
+        self.nil_allowed = 0
+        self.nil_missing = []      # (key, floor)
+        self.failures = []
+
+    def note_error(self, key, sent, replied, text):
+        inside = self.owner[key].was_down(sent, replied)
+        with self.lock:
+            self.error_texts[text] = self.error_texts.get(text, 0) + 1
+            if inside:
+                self.errors_inside += 1
+            else:
+                self.errors_outside.append((key, text))
+
+
+def writer(shared, router, keys, depth, seed):
+    rng = random.Random(seed)
+    seq = 0
     try:
-        text = conn.call("INFO")
+        while not shared.stop.is_set():
+            batch = []
+            for _ in range(depth):
+                seq += 1
+                key = rng.choice(keys)
+                batch.append((key, ("SET", key, "i%d" % seq), seq))
+                shared.max_sent[key] = seq
+            for index, sent, replied, value in router.run([(k, a) for k, a, _ in batch]):
+                key, _, s = batch[index]
+                if value == b"OK":
+                    shared.last_ok[key] = (s, sent)
+                    shared.unconfirmed.pop(key, None)
+                    with shared.lock:
+                        shared.acknowledged += 1
+                else:
+                    # An error does not prove the SET was not applied.
+                    shared.unconfirmed.setdefault(key, set()).add(s)
+                    shared.note_error(key, sent, replied, str(value) if isinstance(value, RespError) else show(value))
+    except Exception as error:  # a bug here must not pass for a clean run
+        shared.failures.append("writer: %r" % error)
     finally:
-        conn.close()
-    for line in text.decode().split("\r\n"):
-        if line.startswith(name + ":"):
-            return int(line.split(":", 1)[1])
-    raise ValueError("INFO has no %s" % name)
+        router.close()
 
 
-def failover(args):
-    nodes = [int(p) for p in args.nodes.split(",")]
-    survivors = [p for p in nodes if p != args.victim_port]
-    if len(survivors) != len(nodes) - 1:
-        print("failover: the victim's port is not one of --nodes", file=sys.stderr)
-        return 3
-    keys = list(range(args.keys))
+def check_read(shared, key, value, floor, sent, replied, max_read, why):
+    """One GET's reply against what was acknowledged before it was sent (`floor`)."""
+    if isinstance(value, RespError):
+        shared.note_error(key, sent, replied, str(value))
+        return
+    with shared.lock:
+        shared.reads += 1
+    if value is None:
+        seq, set_at = floor
+        if seq < 0 or shared.owner[key].killed_between(set_at, replied):
+            with shared.lock:
+                shared.nil_allowed += 1
+        else:
+            with shared.lock:
+                shared.nil_missing.append((key, seq))
+        return
+    if not (isinstance(value, list) and len(value) == 2 and isinstance(value[0], bytes)):
+        shared.failures.append("%s read %s, not [id, generation]" % (key, show(value)))
+        return
+    got = int(value[0][1:])
+    if got < floor[0]:
+        with shared.lock:
+            shared.stale.append((key, got, floor[0], why))
+    elif max_read is not None and got < max_read.get(key, -1):
+        with shared.lock:
+            shared.stale.append((key, got, max_read[key], "older than an id read before"))
+    if max_read is not None:
+        max_read[key] = max(got, max_read.get(key, -1))
 
-    # Every key once, through the proxy (id i0), then where each one landed.
+
+def reader(shared, router, keys, depth, seed):
+    rng = random.Random(seed)
+    max_read = {}
     try:
-        conn = Connection(args.proxy)
-        replies = conn.pipeline([("SET", "k:%d" % k, "i0") for k in keys])
-        conn.close()
-    except OSError as error:
-        print("failover: cannot SET through the proxy: %s" % error, file=sys.stderr)
+        while not shared.stop.is_set():
+            batch = [rng.choice(keys) for _ in range(depth)]
+            floors = [shared.last_ok.get(k, (-1, 0.0)) for k in batch]
+            for index, sent, replied, value in router.run([(k, ("GET", k)) for k in batch]):
+                check_read(shared, batch[index], value, floors[index], sent, replied, max_read,
+                           "older than the last id acknowledged before the GET")
+    except Exception as error:
+        shared.failures.append("reader: %r" % error)
+    finally:
+        router.close()
+
+
+def slope_per_minute(samples, field):
+    """Least-squares slope of a run's samples after its first 5 s (when a node started again
+    takes its keys back), per minute."""
+    samples = [s for s in samples if samples and s[0] >= samples[0][0] + 5]
+    if len(samples) < 4:
+        return None
+    t0 = samples[0][0]
+    xs = [(s[0] - t0) / 60.0 for s in samples]
+    ys = [s[field] for s in samples]
+    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+    var = sum((x - mx) ** 2 for x in xs)
+    return None if var == 0 else sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / var
+
+
+def chaos(args):
+    ports = [int(p) for p in args.ports.split(",")]
+    if len(ports) < 2 or (args.proxy is None) == (args.cluster_config is None):
+        print("chaos: give two or more --ports, and one of --proxy and --cluster-config", file=sys.stderr)
         return 3
-    bad = [r for r in replies if r != b"OK"]
-    if bad:
-        print("failover: the first SETs through the proxy failed: %s" % show(bad[0]), file=sys.stderr)
+    os.makedirs(args.log_dir, exist_ok=True)
+    nodes = []
+    for index, port in enumerate(ports):
+        argv = [args.taskid, "serve", "--port", str(port), "--loops", "1", "--work", "sleep:0"]
+        if args.cluster_config:
+            argv += ["--cluster-config", args.cluster_config, "--cluster-node", "node%d" % (index + 1)]
+        nodes.append(Node(index, port, argv, os.path.join(args.log_dir, "chaos-node%d.log" % (index + 1))))
+    try:
+        for node in nodes:
+            node.start()
+        return run_chaos(args, nodes, ports)
+    except RuntimeError as error:
+        print("chaos: %s" % error, file=sys.stderr)
         return 3
-    holders = {k: [] for k in keys}
-    per_node = {}
-    for port in nodes:
-        conn = Connection(port)
-        found = conn.pipeline([("EXISTS", "k:%d" % k) for k in keys])
+    finally:
+        for node in nodes:
+            if node.process is not None:
+                node.process.kill()
+                node.process.wait()
+
+
+def run_chaos(args, nodes, ports):
+    keys = ["k:%d" % n for n in range(args.keys)]
+    shared = Shared(keys)
+    by_port = {node.port: node for node in nodes}
+    slot_ports = None
+    if args.cluster_config:
+        # The slot map, as a cluster client learns it: CLUSTER SLOTS of any node.
+        conn = Connection(ports[0])
+        slots = conn.call("CLUSTER", "SLOTS")
         conn.close()
-        per_node[port] = sum(1 for f in found if f == 1)
+        if not isinstance(slots, list):
+            print("chaos: CLUSTER SLOTS answered %s" % show(slots), file=sys.stderr)
+            return 3
+        slot_ports = [None] * 16384
+        for entry in slots:
+            for slot in range(entry[0], entry[1] + 1):
+                slot_ports[slot] = entry[2][1]
+        if None in slot_ports:
+            print("chaos: the cluster does not serve every slot", file=sys.stderr)
+            return 3
+
+    def new_router():
+        return Router(args.proxy, slot_ports)
+
+    # Every key once (id i0), then where each one lives.
+    router = new_router()
+    for index, sent, _, value in router.run([(k, ("SET", k, "i0")) for k in keys]):
+        if value != b"OK":
+            print("chaos: the first SET of %s failed: %s" % (keys[index], show(value)), file=sys.stderr)
+            return 3
+        shared.last_ok[keys[index]] = (0, sent)
+        shared.max_sent[keys[index]] = 0
+    router.close()
+    for node in nodes:
+        conn = Connection(node.port)
+        found = conn.pipeline([("EXISTS", k) for k in keys])
+        conn.close()
         for k, f in zip(keys, found):
             if f == 1:
-                holders[k].append(port)
-    misplaced = [k for k in keys if len(holders[k]) != 1]
-    if misplaced:
-        print("FAIL: key k:%d is held by %d nodes, not one" % (misplaced[0], len(holders[misplaced[0]])))
-        return 1
-    dead_keys = {k for k in keys if holders[k][0] == args.victim_port}
-    print("placement=" + ",".join("%d:%d" % (p, per_node[p]) for p in nodes)
-          + " victim_keys=%d" % len(dead_keys))
+                if k in shared.owner:
+                    print("chaos: FAIL: %s is held by two nodes" % k)
+                    return 1
+                shared.owner[k] = node
+    unplaced = [k for k in keys if k not in shared.owner]
+    if unplaced:
+        print("chaos: %d keys are on no node, e.g. %s" % (len(unplaced), unplaced[0]), file=sys.stderr)
+        return 3
+    print("placement=" + ",".join("node%d:%d" % (n.index + 1, sum(1 for k in keys if shared.owner[k] is n))
+                                  for n in nodes))
 
+    threads = []
+    for i in range(args.writers):
+        threads.append(threading.Thread(target=writer, daemon=True,
+                                        args=(shared, new_router(), keys[i::args.writers], args.depth, args.seed + i)))
+    for i in range(args.readers):
+        threads.append(threading.Thread(target=reader, daemon=True,
+                                        args=(shared, new_router(), keys, args.depth, args.seed + 1000 + i)))
+
+    def sampler():
+        while not shared.stop.is_set():
+            for node in nodes:
+                node.sample()
+            time.sleep(0.5)
+
+    threads.append(threading.Thread(target=sampler, daemon=True))
     start = time.monotonic()
-    stop_at = start + args.before + args.after
-    # After the kill, each connection SETs only every other one of its keys: the others, on
-    # the dead node, are never declared again and must read nil (their results died with it).
-    killed = threading.Event()
-    loaders = [Loader(i, args.proxy, keys[i::args.connections], keys[i::args.connections][0::2], killed,
-                      args.depth, stop_at)
-               for i in range(args.connections)]
-    for loader in loaders:
-        loader.start()
-    time.sleep(args.before)
-    kill_at = time.monotonic()
-    os.kill(args.victim_pid, signal.SIGKILL)
-    killed.set()
-    # The node is dead once it is a zombie (its parent, scripts/cluster, reaps it later) or
-    # gone. A SET sent after that and acknowledged was served by a survivor; one sent between
-    # the signal and the death may still have been served by the victim, and counts as before.
-    dead_at = None
-    while dead_at is None and time.monotonic() < kill_at + 5:
-        try:
-            with open("/proc/%d/stat" % args.victim_pid) as stat:
-                if stat.read().rsplit(")", 1)[1].split()[0] in ("Z", "X"):
-                    dead_at = time.monotonic()
-        except OSError:
-            dead_at = time.monotonic()
-        if dead_at is None:
-            time.sleep(0.0005)
-    if dead_at is None:
-        print("failover: the victim did not die within 5 s of SIGKILL", file=sys.stderr)
-        return 3
-    for loader in loaders:
-        loader.join()
-    end = time.monotonic()
-    broken = [l.failure for l in loaders if l.failure]
-    if broken:
-        print("failover: the load generator failed: %s" % broken[0], file=sys.stderr)
-        return 3
+    for thread in threads:
+        thread.start()
 
-    events = sorted(e for l in loaders for e in l.events)
-    before = [e for e in events if e[0] < kill_at]
-    after = [e for e in events if e[0] >= kill_at]
-    failed_before = sum(1 for e in before if e[3] != OK)
-    failures = [e for e in after if e[3] != OK]
-    # Failures cluster in windows: the ejection, then one short window per retry of the dead
-    # node (server_retry_timeout), when the proxy puts it back in the ring and it fails again.
-    windows = []
-    for event in failures:
-        if windows and event[0] - windows[-1][-1][0] < 0.25:
-            windows[-1].append(event)
-        else:
-            windows.append([event])
-    lost_in_ejection = len(windows[0]) if windows else 0
-    ejection_end = windows[0][-1][0] if windows else kill_at
-    recovered = next((e[0] for e in after
-                      if e[0] > ejection_end and e[1] >= dead_at and e[3] == OK and e[2] in dead_keys), None)
-    reset_after_kill = {e[2] for e in events if e[3] == OK and e[1] >= dead_at}
-    rate_before = len(before) / max(kill_at - start, 1e-9)
-    rate_after = len(after) / max(end - kill_at, 1e-9)
-    errors = {}
-    for l in loaders:
-        for text, n in l.errors.items():
-            errors[text] = errors.get(text, 0) + n
-    tail = end - 0.2 * args.after
-    silent = [l.index for l in loaders if not any(e[0] >= tail and e[3] == OK for e in l.events)]
-
-    # Let every run finish on the survivors, then read every key back through the proxy.
-    deadline = time.monotonic() + 10
-    live = None
-    while time.monotonic() < deadline:
-        live = sum(info_field(p, "live_generations") for p in survivors)
-        if live == 0:
+    # The kills: every --interval, the next node of a shuffled turn; back after --downtime.
+    rng = random.Random(args.seed)
+    turn = []
+    next_kill = start + args.interval
+    end = start + args.seconds
+    while True:
+        now = time.monotonic()
+        if next_kill + args.downtime > end:
             break
-        time.sleep(0.02)
-    if live != 0:
-        print("FAIL: the surviving nodes still had %s runs in flight 10 s after the load stopped" % live)
-        return 1
-    last_ok, unconfirmed = {}, {}
-    for l in loaders:
-        last_ok.update(l.last_ok)
-        unconfirmed.update(l.unconfirmed)
-    values = {}
-    pending = list(keys)
-    get_errors = 0
+        if now < next_kill:
+            time.sleep(min(next_kill - now, 0.05))
+            continue
+        if not turn:
+            turn = list(nodes)
+            rng.shuffle(turn)
+        victim = turn.pop()
+        victim.kill()
+        time.sleep(args.downtime)
+        victim.start()
+        next_kill += args.interval
+    while time.monotonic() < end:
+        time.sleep(0.05)
+    shared.stop.set()
+    for thread in threads:
+        thread.join(timeout=30)
+    load_seconds = time.monotonic() - start
+    if shared.failures:
+        print("chaos: the load generator failed: %s" % shared.failures[0], file=sys.stderr)
+        return 3
+
+    # The end: no run left on any node, then every key read once more.
     deadline = time.monotonic() + 10
-    while pending and time.monotonic() < deadline:
-        try:
-            conn = Connection(args.proxy)
-            replies = conn.pipeline([("GET", "k:%d" % k) for k in pending])
+    for node in nodes:
+        while True:
+            conn = Connection(node.port)
+            info = conn.call("INFO").decode()
             conn.close()
-        except (Closed, OSError):
-            time.sleep(0.1)
-            continue
-        retry = []
-        for k, r in zip(pending, replies):
-            if isinstance(r, RespError):
-                retry.append(k)
+            live = int(info.split("live_generations:")[1].split("\r\n")[0])
+            if live == 0:
+                break
+            if time.monotonic() > deadline:
+                print("FAIL: node%d still had %d runs 10 s after the load stopped" % (node.index + 1, live))
+                return 1
+            time.sleep(0.02)
+    router = new_router()
+    results = router.run([(k, ("GET", k)) for k in keys])
+    router.close()
+    final = {"right": 0, "later_unconfirmed": 0, "lost_by_a_kill": 0, "stale": 0, "missing": 0, "unreadable": 0}
+    for index, _, replied, value in results:
+        key = keys[index]
+        seq, set_at = shared.last_ok[key]
+        if isinstance(value, RespError):
+            final["unreadable"] += 1
+        elif value is None:
+            if shared.owner[key].killed_between(set_at, replied):
+                final["lost_by_a_kill"] += 1
             else:
-                values[k] = r
-        get_errors += len(retry)
-        pending = retry
-        if pending:
-            time.sleep(0.1)
-    if pending:
-        print("FAIL: %d keys could not be read through the proxy within 10 s" % len(pending))
-        return 1
+                final["missing"] += 1
+                shared.nil_missing.append((key, seq))
+        elif not (isinstance(value, list) and len(value) == 2 and isinstance(value[0], bytes)):
+            shared.failures.append("%s read %s at the end, not [id, generation]" % (key, show(value)))
+        elif int(value[0][1:]) == seq:
+            final["right"] += 1
+        elif int(value[0][1:]) in shared.unconfirmed.get(key, ()):
+            final["later_unconfirmed"] += 1
+        else:
+            final["stale"] += 1
+            shared.stale.append((key, int(value[0][1:]), seq, "at the end, not the last acknowledged id"))
 
-    def expected(k):
-        return "i%d" % last_ok.get(k, 0)
+    statuses = [node.stop() for node in nodes]
 
-    stale, nil_keys, malformed = [], set(), []
-    for k in keys:
-        value = values[k]
-        if value is None:
-            nil_keys.add(k)
-            continue
-        if not (isinstance(value, list) and len(value) == 2 and isinstance(value[0], bytes)):
-            malformed.append(k)
-            continue
-        got = value[0].decode()
-        later = {"i%d" % s for s in unconfirmed.get(k, ())}
-        if got != expected(k) and got not in later:
-            stale.append((k, got, expected(k)))
-    should_be_lost = dead_keys - reset_after_kill
-
-    print("requests_before_kill=%d failed_before_kill=%d rate_before=%.0f/s" % (len(before), failed_before, rate_before))
-    print("requests_after_kill=%d failed_after_kill=%d rate_after=%.0f/s" % (len(after), len(failures), rate_after))
-    print("victim_dead_after_ms=%.2f" % ((dead_at - kill_at) * 1000))
-    print("lost_during_ejection=%d ejection_window_ms=%.1f recovered_after_ms=%s retry_windows=%d retry_failures=%d"
-          % (lost_in_ejection, (ejection_end - kill_at) * 1000,
-             "%.1f" % ((recovered - kill_at) * 1000) if recovered else "never",
-             len(windows) - 1 if windows else 0, len(failures) - lost_in_ejection))
-    print("errors=" + "; ".join("%s x%d" % (t, n) for t, n in sorted(errors.items())) if errors else "errors=none")
-    print("reconnects=%d get_retries=%d" % (sum(l.reconnects for l in loaders), get_errors))
-    print("keys=%d victim_keys=%d victim_keys_set_after_kill=%d expected_nil=%d nil=%d stale=%d"
-          % (len(keys), len(dead_keys), len(dead_keys & reset_after_kill), len(should_be_lost), len(nil_keys),
-             len(stale)))
+    print("seconds=%.1f nodes=%d keys=%d writers=%d readers=%d depth=%d interval=%.1fs downtime=%.1fs"
+          % (load_seconds, len(nodes), len(keys), args.writers, args.readers, args.depth, args.interval,
+             args.downtime))
+    print("kills=" + ",".join("node%d:%d" % (n.index + 1, n.kills) for n in nodes))
+    windows = [b - a for n in nodes for a, b in n.down_windows if b is not None]
+    if windows:
+        print("down_ms min=%.0f median=%.0f max=%.0f (from SIGKILL to the restarted node's ready line)"
+              % (min(windows) * 1000, sorted(windows)[len(windows) // 2] * 1000, max(windows) * 1000))
+    print("acknowledged_sets=%d (%.0f/s) reads=%d (%.0f/s)" % (shared.acknowledged, shared.acknowledged / load_seconds,
+                                                            shared.reads, shared.reads / load_seconds))
+    print("errors_inside_failure_windows=%d errors_outside=%d" % (shared.errors_inside, len(shared.errors_outside)))
+    if shared.error_texts:
+        print("error_texts=" + "; ".join("%s x%d" % (t, n) for t, n in sorted(shared.error_texts.items())))
+    print("stale_reads=%d nil_reads_after_a_kill=%d nil_reads_unexplained=%d"
+          % (len(shared.stale), shared.nil_allowed, len(shared.nil_missing)))
+    print("final: keys=%d " % len(keys) + " ".join("%s=%d" % item for item in final.items()))
+    for node in nodes:
+        longest = max(node.runs, key=len) if node.runs else []
+        rss = slope_per_minute(longest, 1)
+        fds = slope_per_minute(longest, 2)
+        last = longest[-1] if longest else None
+        print("node%d: runs=%d longest_run=%.0fs rss=%s MiB (slope %s MiB/min) fds=%s (slope %s/min) exit=%s"
+              % (node.index + 1, len(node.runs), (longest[-1][0] - longest[0][0]) if len(longest) > 1 else 0,
+                 "%.1f" % (last[1] / 1048576) if last else "?", "%+.3f" % (rss / 1048576) if rss is not None else "?",
+                 last[2] if last else "?", "%+.2f" % fds if fds is not None else "?", statuses[node.index]))
 
     failed = False
-    if failed_before:
-        print("FAIL: %d requests failed before the kill (a node was ejected while alive: proxy timeout?)" % failed_before)
+    if shared.stale:
+        key, got, floor, why = shared.stale[0]
+        print("FAIL: %d stale reads, e.g. %s read i%d, %s (i%d)" % (len(shared.stale), key, got, why, floor))
         failed = True
-    if not windows:
-        print("FAIL: no request failed after the kill; the dead node's keys were never tried")
+    if shared.nil_missing:
+        key, seq = shared.nil_missing[0]
+        print("FAIL: %d nil reads of keys whose node was not killed after their last acknowledged SET, "
+              "e.g. %s (i%d)" % (len(shared.nil_missing), key, seq))
         failed = True
-    elif recovered is None or (recovered - kill_at) * 1000 > args.recover_ms:
-        print("FAIL: the dead node's keys were not served again within %d ms of the kill" % args.recover_ms)
+    if shared.errors_outside:
+        key, text = shared.errors_outside[0]
+        print("FAIL: %d errors outside a failure window of the key's node, e.g. %s: %s"
+              % (len(shared.errors_outside), key, text))
         failed = True
-    if silent:
-        print("FAIL: connections %s got no +OK in the last %.1f s of the load" % (silent, 0.2 * args.after))
+    if final["unreadable"]:
+        print("FAIL: %d keys could not be read at the end, with every node up" % final["unreadable"])
         failed = True
-    if stale:
-        k, got, want = stale[0]
-        print("FAIL: %d keys are stale, e.g. k:%d reads %s, last acknowledged %s" % (len(stale), k, got, want))
+    if shared.failures:
+        print("FAIL: %s" % shared.failures[0])
         failed = True
-    if malformed:
-        print("FAIL: %d keys read something other than [id, generation], e.g. k:%d" % (len(malformed), malformed[0]))
+    short = [n.index + 1 for n in nodes if n.kills < args.min_kills]
+    if short:
+        print("FAIL: nodes %s were killed fewer than %d times (a longer --seconds or a shorter --interval)"
+              % (short, args.min_kills))
         failed = True
-    if nil_keys != should_be_lost:
-        extra = nil_keys - should_be_lost
-        missing = should_be_lost - nil_keys
-        print("FAIL: the keys lost are not the dead node's keys left unset after the kill: %d nil that should not be, "
-              "%d expected nil that are not" % (len(extra), len(missing)))
+    if shared.acknowledged == 0 or shared.reads == 0:
+        print("FAIL: no SET was acknowledged or no GET answered")
+        failed = True
+    if any(status != 0 for status in statuses):
+        print("FAIL: a node did not exit 0 on SIGTERM (exit statuses %s)" % statuses)
         failed = True
     return 1 if failed else 0
 
@@ -441,19 +667,23 @@ def main():
     p = sub.add_parser("probe")
     p.add_argument("--port", type=int, required=True)
     p.add_argument("command", nargs="+")
-    f = sub.add_parser("failover")
-    f.add_argument("--proxy", type=int, required=True)
-    f.add_argument("--nodes", required=True)
-    f.add_argument("--victim-pid", type=int, required=True)
-    f.add_argument("--victim-port", type=int, required=True)
-    f.add_argument("--keys", type=int, default=2000)
-    f.add_argument("--connections", type=int, default=8)
-    f.add_argument("--depth", type=int, default=4)
-    f.add_argument("--before", type=float, default=2.0)
-    f.add_argument("--after", type=float, default=6.0)
-    f.add_argument("--recover-ms", type=int, default=2000)
+    c = sub.add_parser("chaos")
+    c.add_argument("--taskid", required=True)
+    c.add_argument("--ports", required=True)
+    c.add_argument("--proxy", type=int)
+    c.add_argument("--cluster-config")
+    c.add_argument("--seconds", type=float, default=60)
+    c.add_argument("--interval", type=float, default=10)
+    c.add_argument("--downtime", type=float, default=1)
+    c.add_argument("--keys", type=int, default=5000)
+    c.add_argument("--writers", type=int, default=4)
+    c.add_argument("--readers", type=int, default=2)
+    c.add_argument("--depth", type=int, default=8)
+    c.add_argument("--min-kills", type=int, default=2)
+    c.add_argument("--log-dir", default=".")
+    c.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
-    return probe(args) if args.mode == "probe" else failover(args)
+    return probe(args) if args.mode == "probe" else chaos(args)
 
 
 if __name__ == "__main__":
