@@ -621,10 +621,13 @@ def run_chaos(args, nodes, ports):
         rss = slope_per_minute(longest, 1)
         fds = slope_per_minute(longest, 2)
         last = longest[-1] if longest else None
+        first = longest[0] if longest else None
         print("node%d: runs=%d longest_run=%.0fs rss=%s MiB (slope %s MiB/min) fds=%s (slope %s/min) exit=%s"
               % (node.index + 1, len(node.runs), (longest[-1][0] - longest[0][0]) if len(longest) > 1 else 0,
-                 "%.1f" % (last[1] / 1048576) if last else "?", "%+.3f" % (rss / 1048576) if rss is not None else "?",
-                 last[2] if last else "?", "%+.2f" % fds if fds is not None else "?", statuses[node.index]))
+                 "%.1f->%.1f" % (first[1] / 1048576, last[1] / 1048576) if last else "?",
+                 "%+.3f" % (rss / 1048576) if rss is not None else "?",
+                 "%d->%d" % (first[2], last[2]) if last else "?", "%+.2f" % fds if fds is not None else "?",
+                 statuses[node.index]))
 
     failed = False
     if shared.stale:
