@@ -5,6 +5,9 @@
       sends each COMMAND (one string, split on spaces) on a new connection and prints one line:
       COMMAND -> the reply, or "connection closed" when the server (the proxy) hangs up.
 
+  cluster-load.py free-ports N
+      prints N loopback ports, free now, outside the kernel's range for outgoing connections.
+
   cluster-load.py chaos --taskid PATH --ports P1,P2,... (--proxy P | --cluster-config FILE)
                         [--seconds S] [--interval S] [--downtime S] [--keys N] [--writers N]
                         [--readers N] [--depth N] [--min-kills N] [--log-dir DIR] [--seed N]
@@ -39,6 +42,8 @@
 
 import argparse
 import binascii
+import collections
+import ctypes
 import os
 import random
 import select
@@ -183,6 +188,35 @@ def key_slot(key):
     return binascii.crc_hqx(data, 0) & 16383
 
 
+def die_with_parent():
+    """In a node's process before it runs taskid: SIGKILL it when this script dies, however
+    this script dies (Linux's PR_SET_PDEATHSIG), so that no node outlives a run."""
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1: PR_SET_PDEATHSIG
+
+
+def free_ports(count):
+    """`count` loopback ports that can be bound now, outside the kernel's range of ports for
+    outgoing connections: a node restarted on its port must not find it taken by a client's
+    connection meanwhile."""
+    with open("/proc/sys/net/ipv4/ip_local_port_range") as file:
+        low, high = (int(v) for v in file.read().split())
+    candidates = [p for p in range(10000, 65535) if not low <= p <= high]
+    random.shuffle(candidates)
+    ports = []
+    for port in candidates:
+        probe = socket.socket()
+        try:
+            probe.bind(("127.0.0.1", port))
+            ports.append(port)
+        except OSError:
+            continue
+        finally:
+            probe.close()
+        if len(ports) == count:
+            return ports
+    raise RuntimeError("no %d free ports outside %d-%d" % (count, low, high))
+
+
 class Node:
     """One `taskid serve` process on a fixed port, killed and started again by the chaos."""
 
@@ -196,7 +230,8 @@ class Node:
 
     def start(self):
         log = open(self.log_path, "ab")
-        process = subprocess.Popen(self.argv, stdout=subprocess.PIPE, stderr=log, stdin=subprocess.DEVNULL)
+        process = subprocess.Popen(self.argv, stdout=subprocess.PIPE, stderr=log, stdin=subprocess.DEVNULL,
+                                   preexec_fn=die_with_parent)
         log.close()
         deadline = time.monotonic() + 20
         line = b""
@@ -270,59 +305,68 @@ class Node:
             return any(start <= a <= end for a, _ in self.down_windows)
 
 
+# One command's outcome: `value` is the reply (a RespError for an error or no reply); `sent` and
+# `replied` the times of its send and its reply; `since` the earlier of its send and the opening
+# of the connection it went on (a connection opened before a kill may fail only when next used);
+# `floor` what the router's snapshot function gave for its key just before the send.
+Reply = collections.namedtuple("Reply", "index sent replied value since floor")
+
+
 class Router:
     """One thread's connections: to the proxy, or to each node (cluster mode, by hash slot)."""
 
     def __init__(self, proxy_port, slot_ports):
         self.proxy_port, self.slot_ports = proxy_port, slot_ports
-        self.connections = {}
+        self.connections = {}  # port -> (Connection, when it was opened)
 
     def port_of(self, key):
         return self.proxy_port if self.proxy_port else self.slot_ports[key_slot(key)]
 
-    def run(self, commands):
-        """Sends [(key, args)], grouped by connection; yields (index, send time, reply time, reply)
-        where reply is a value, a RespError, or None for no reply (the connection failed)."""
+    def run(self, commands, snapshot=None):
+        """Sends [(key, args)], grouped by connection, one group after the other; returns a
+        Reply per command. `snapshot(key)` is called for each command of a group just before
+        that group is sent."""
         groups = {}
         for index, (key, args) in enumerate(commands):
-            groups.setdefault(self.port_of(key), []).append((index, args))
+            groups.setdefault(self.port_of(key), []).append((index, key, args))
         results = []
         for port, group in groups.items():
+            floors = [snapshot(key) if snapshot else None for _, key, _ in group]
             sent = time.monotonic()
-            conn = self.connections.get(port)
+            conn, opened = self.connections.get(port, (None, sent))
             done = 0
             try:
                 if conn is None:
                     conn = Connection(port, timeout=5.0)
-                    self.connections[port] = conn
-                conn.send(b"".join(encode(args) for _, args in group))
-                for index, _ in group:
+                    self.connections[port] = (conn, opened)
+                conn.send(b"".join(encode(args) for _, _, args in group))
+                for (index, _, _), floor in zip(group, floors):
                     value = conn.reply()
-                    results.append((index, sent, time.monotonic(), value))
+                    results.append(Reply(index, sent, time.monotonic(), value, min(sent, opened), floor))
                     done += 1
             except (Closed, OSError):
                 now = time.monotonic()
-                for index, _ in group[done:]:
-                    results.append((index, sent, now, RespError("no reply: connection failed")))
+                for (index, _, _), floor in list(zip(group, floors))[done:]:
+                    results.append(Reply(index, sent, now, RespError("no reply: connection failed"),
+                                         min(sent, opened), floor))
                 if conn is not None:
                     conn.close()
                 self.connections.pop(port, None)
         return results
 
     def close(self):
-        for conn in self.connections.values():
+        for conn, _ in self.connections.values():
             conn.close()
 
 
 class Shared:
     """What writers, readers and the end check share (dict operations are atomic in CPython)."""
 
-    def __init__(self, keys):
+    def __init__(self):
         # key -> (seq, when that SET was sent): a kill after the send may have taken the SET's
         # result with it even when its +OK arrives after the kill (it was in flight).
         self.last_ok = {}
         self.unconfirmed = {}  # key -> seqs sent after it, answered with an error or not at all
-        self.max_sent = {}
         self.owner = {}        # key -> Node
         self.stop = threading.Event()
         self.lock = threading.Lock()
@@ -356,28 +400,30 @@ def writer(shared, router, keys, depth, seed):
                 seq += 1
                 key = rng.choice(keys)
                 batch.append((key, ("SET", key, "i%d" % seq), seq))
-                shared.max_sent[key] = seq
-            for index, sent, replied, value in router.run([(k, a) for k, a, _ in batch]):
-                key, _, s = batch[index]
+            for reply in router.run([(k, a) for k, a, _ in batch]):
+                key, _, s = batch[reply.index]
+                value = reply.value
                 if value == b"OK":
-                    shared.last_ok[key] = (s, sent)
+                    shared.last_ok[key] = (s, reply.sent)
                     shared.unconfirmed.pop(key, None)
                     with shared.lock:
                         shared.acknowledged += 1
                 else:
                     # An error does not prove the SET was not applied.
                     shared.unconfirmed.setdefault(key, set()).add(s)
-                    shared.note_error(key, sent, replied, str(value) if isinstance(value, RespError) else show(value))
+                    shared.note_error(key, reply.since, reply.replied,
+                                      str(value) if isinstance(value, RespError) else show(value))
     except Exception as error:  # a bug here must not pass for a clean run
         shared.failures.append("writer: %r" % error)
     finally:
         router.close()
 
 
-def check_read(shared, key, value, floor, sent, replied, max_read, why):
-    """One GET's reply against what was acknowledged before it was sent (`floor`)."""
+def check_read(shared, key, reply, max_read, why):
+    """One GET's reply against what was acknowledged before it was sent (`reply.floor`)."""
+    value, floor, replied = reply.value, reply.floor, reply.replied
     if isinstance(value, RespError):
-        shared.note_error(key, sent, replied, str(value))
+        shared.note_error(key, reply.since, replied, str(value))
         return
     with shared.lock:
         shared.reads += 1
@@ -410,9 +456,9 @@ def reader(shared, router, keys, depth, seed):
     try:
         while not shared.stop.is_set():
             batch = [rng.choice(keys) for _ in range(depth)]
-            floors = [shared.last_ok.get(k, (-1, 0.0)) for k in batch]
-            for index, sent, replied, value in router.run([(k, ("GET", k)) for k in batch]):
-                check_read(shared, batch[index], value, floors[index], sent, replied, max_read,
+            for reply in router.run([(k, ("GET", k)) for k in batch],
+                                    snapshot=lambda k: shared.last_ok.get(k, (-1, 0.0))):
+                check_read(shared, batch[reply.index], reply, max_read,
                            "older than the last id acknowledged before the GET")
     except Exception as error:
         shared.failures.append("reader: %r" % error)
@@ -440,6 +486,8 @@ def chaos(args):
         print("chaos: give two or more --ports, and one of --proxy and --cluster-config", file=sys.stderr)
         return 3
     os.makedirs(args.log_dir, exist_ok=True)
+    # SIGTERM (scripts/cluster's cleanup) ends the run through `finally`, which kills the nodes.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     nodes = []
     for index, port in enumerate(ports):
         argv = [args.taskid, "serve", "--port", str(port), "--loops", "1", "--work", "sleep:0"]
@@ -462,7 +510,7 @@ def chaos(args):
 
 def run_chaos(args, nodes, ports):
     keys = ["k:%d" % n for n in range(args.keys)]
-    shared = Shared(keys)
+    shared = Shared()
     by_port = {node.port: node for node in nodes}
     slot_ports = None
     if args.cluster_config:
@@ -486,12 +534,11 @@ def run_chaos(args, nodes, ports):
 
     # Every key once (id i0), then where each one lives.
     router = new_router()
-    for index, sent, _, value in router.run([(k, ("SET", k, "i0")) for k in keys]):
-        if value != b"OK":
-            print("chaos: the first SET of %s failed: %s" % (keys[index], show(value)), file=sys.stderr)
+    for reply in router.run([(k, ("SET", k, "i0")) for k in keys]):
+        if reply.value != b"OK":
+            print("chaos: the first SET of %s failed: %s" % (keys[reply.index], show(reply.value)), file=sys.stderr)
             return 3
-        shared.last_ok[keys[index]] = (0, sent)
-        shared.max_sent[keys[index]] = 0
+        shared.last_ok[keys[reply.index]] = (0, reply.sent)
     router.close()
     for node in nodes:
         conn = Connection(node.port)
@@ -576,9 +623,10 @@ def run_chaos(args, nodes, ports):
     router = new_router()
     results = router.run([(k, ("GET", k)) for k in keys])
     router.close()
-    final = {"right": 0, "later_unconfirmed": 0, "lost_by_a_kill": 0, "stale": 0, "missing": 0, "unreadable": 0}
-    for index, _, replied, value in results:
-        key = keys[index]
+    final = {"right": 0, "later_unconfirmed": 0, "lost_by_a_kill": 0, "stale": 0, "unexplained_newer": 0,
+             "missing": 0, "unreadable": 0}
+    for reply in results:
+        key, value, replied = keys[reply.index], reply.value, reply.replied
         seq, set_at = shared.last_ok[key]
         if isinstance(value, RespError):
             final["unreadable"] += 1
@@ -594,9 +642,14 @@ def run_chaos(args, nodes, ports):
             final["right"] += 1
         elif int(value[0][1:]) in shared.unconfirmed.get(key, ()):
             final["later_unconfirmed"] += 1
-        else:
+        elif int(value[0][1:]) < seq:
             final["stale"] += 1
-            shared.stale.append((key, int(value[0][1:]), seq, "at the end, not the last acknowledged id"))
+            shared.stale.append((key, int(value[0][1:]), seq, "at the end, older than the last acknowledged id"))
+        else:
+            # Newer than anything answered: a SET whose writer did not finish (it was stopped).
+            final["unexplained_newer"] += 1
+            shared.failures.append("%s read i%s at the end, newer than any SET answered (last acknowledged i%d)"
+                                   % (key, value[0][1:].decode(), seq))
 
     statuses = [node.stop() for node in nodes]
 
@@ -685,7 +738,12 @@ def main():
     c.add_argument("--min-kills", type=int, default=2)
     c.add_argument("--log-dir", default=".")
     c.add_argument("--seed", type=int, default=1)
+    f = sub.add_parser("free-ports")
+    f.add_argument("count", type=int)
     args = parser.parse_args()
+    if args.mode == "free-ports":
+        print(" ".join(str(p) for p in free_ports(args.count)))
+        return 0
     return probe(args) if args.mode == "probe" else chaos(args)
 
 

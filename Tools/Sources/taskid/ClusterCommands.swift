@@ -3,11 +3,17 @@
 /// `CLUSTER SLOTS | SHARDS | NODES | MYID | INFO | KEYSLOT`. Front loop only, unless marked.
 extension RegistryServer {
     /// Where a command's keys are among its arguments (the name is argument 0), as `COMMAND`
-    /// reports them: from `first` to `last` (-1: the last argument) every `step`.
+    /// reports them: from `first` to `last` (-1: the last argument) every `step`. A value type;
+    /// any thread.
     struct KeyPositions: Sendable {
         let first: Int
         let last: Int
         let step: Int
+
+        /// The indices of the keys in a request of `count` arguments (the name included).
+        func indices(inRequestOf count: Int) -> StrideThrough<Int> {
+            stride(from: first, through: last < 0 ? count + last : last, by: step)
+        }
     }
 
     /// The commands that take keys. Any thread.
@@ -30,9 +36,8 @@ extension RegistryServer {
     /// The slot of `request`'s keys (it has passed `refusal(of:name:)`). Any thread.
     static func keySlot(of request: [ArraySlice<UInt8>], name: String) -> KeySlot {
         guard let positions = keyPositions[name] else { return .keyless }
-        let last = positions.last < 0 ? request.count + positions.last : positions.last
         var slot: Int?
-        for index in stride(from: positions.first, through: last, by: positions.step) {
+        for index in positions.indices(inRequestOf: request.count) {
             let keySlot = HashSlot.of(request[index])
             if let slot, slot != keySlot { return .crossSlot }
             slot = keySlot
@@ -43,7 +48,7 @@ extension RegistryServer {
     /// In cluster mode, the error that sends `request` elsewhere, as Redis words it: nil when
     /// this node serves its keys (or it has none), and always nil outside cluster mode.
     func redirection(of request: [ArraySlice<UInt8>], name: String) -> String? {
-        guard let cluster = configuration.cluster else { return nil }
+        guard let cluster else { return nil }  // standalone: every key is this node's
         switch Self.keySlot(of: request, name: name) {
         case .keyless: return nil
         case .crossSlot: return Self.crossSlotError
@@ -59,22 +64,22 @@ extension RegistryServer {
         return "MOVED \(slot) \(addressText(host: node.host, port: node.port))"
     }
 
+    /// The error of a request whose keys hash to several slots, as Redis words it. Any thread.
     static let crossSlotError = "CROSSSLOT Keys in request don't hash to the same slot"
 
-    /// `HOST:PORT`, an IPv6 address in brackets. Any thread.
-    static func addressText(host: String, port: Int) -> String {
-        host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
-    }
+    /// `HOST:PORT`, as Redis 7.0 writes a node's address in `-MOVED` and `CLUSTER NODES` (an IPv6
+    /// address without brackets: clients split at the last colon). Any thread.
+    static func addressText(host: String, port: Int) -> String { "\(host):\(port)" }
 
     /// `CLUSTER subcommand …`.
     func cluster(_ arguments: [ArraySlice<UInt8>], version: RESPVersion, into out: inout [UInt8]) {
-        guard let cluster = configuration.cluster else {
+        guard let cluster else {
             return RESPReply.error("ERR This instance has cluster support disabled", into: &out)
         }
         let subcommand = Self.commandName(arguments[0])
         switch (subcommand, arguments.count) {
         case ("SLOTS", 1):
-            clusterSlots(cluster, into: &out)
+            clusterSlots(cluster, version: version, into: &out)
         case ("SHARDS", 1):
             clusterShards(cluster, version: version, into: &out)
         case ("NODES", 1):
@@ -86,15 +91,14 @@ extension RegistryServer {
         case ("KEYSLOT", 2):
             RESPReply.integer(HashSlot.of(arguments[1]), into: &out)
         case ("SLOTS", _), ("SHARDS", _), ("NODES", _), ("MYID", _), ("INFO", _), ("KEYSLOT", _):
-            RESPReply.error(
-                "ERR wrong number of arguments for 'cluster|\(subcommand.lowercased())' command", into: &out)
+            Self.wrongArity("CLUSTER", subcommand, into: &out)
         default:
-            let shown = String(decoding: arguments[0].prefix(128), as: UTF8.self)
-            RESPReply.error("ERR unknown subcommand '\(shown)'. Try CLUSTER HELP.", into: &out)
+            Self.unknownSubcommand(arguments[0], of: "CLUSTER", into: &out)
         }
     }
 
     /// Every range of consecutive slots with one owner, in slot order, with its owner's index.
+    /// Any thread.
     static func slotRuns(_ cluster: ClusterConfiguration) -> [(range: ClosedRange<Int>, node: Int)] {
         var runs: [(range: ClosedRange<Int>, node: Int)] = []
         var slot = 0
@@ -111,8 +115,9 @@ extension RegistryServer {
         return runs
     }
 
-    /// `CLUSTER SLOTS`: `[first, last, [host, port, id, []]]` per run of slots (no replicas).
-    private func clusterSlots(_ cluster: ClusterConfiguration, into out: inout [UInt8]) {
+    /// `CLUSTER SLOTS`: `[first, last, [host, port, id, {}]]` per run of slots (no replicas; the
+    /// metadata map is empty: no hostnames).
+    private func clusterSlots(_ cluster: ClusterConfiguration, version: RESPVersion, into out: inout [UInt8]) {
         let runs = Self.slotRuns(cluster)
         RESPReply.arrayHeader(runs.count, into: &out)
         for run in runs {
@@ -124,7 +129,7 @@ extension RegistryServer {
             RESPReply.bulk(node.host.utf8, into: &out)
             RESPReply.integer(node.port, into: &out)
             RESPReply.bulk(node.id.utf8, into: &out)
-            RESPReply.arrayHeader(0, into: &out)  // no hostname or other metadata
+            RESPReply.mapHeader(0, version, into: &out)
         }
     }
 
@@ -144,13 +149,16 @@ extension RegistryServer {
             }
             RESPReply.bulk("nodes".utf8, into: &out)
             RESPReply.arrayHeader(1, into: &out)
+            // Redis 7.0's fields, in its order.
             RESPReply.mapHeader(7, version, into: &out)
-            for (field, value) in [("id", node.id), ("ip", node.host), ("endpoint", node.host)] {
+            RESPReply.bulk("id".utf8, into: &out)
+            RESPReply.bulk(node.id.utf8, into: &out)
+            RESPReply.bulk("port".utf8, into: &out)
+            RESPReply.integer(node.port, into: &out)
+            for (field, value) in [("ip", node.host), ("endpoint", node.host)] {
                 RESPReply.bulk(field.utf8, into: &out)
                 RESPReply.bulk(value.utf8, into: &out)
             }
-            RESPReply.bulk("port".utf8, into: &out)
-            RESPReply.integer(node.port, into: &out)
             RESPReply.bulk("role".utf8, into: &out)
             RESPReply.bulk("master".utf8, into: &out)
             RESPReply.bulk("replication-offset".utf8, into: &out)
@@ -184,12 +192,13 @@ extension RegistryServer {
     static func infoText(_ cluster: ClusterConfiguration) -> String {
         let assigned = slotRuns(cluster).reduce(0) { $0 + $1.range.count }
         let lines = [
-            "cluster_enabled:1", "cluster_state:\(cluster.coversEverySlot ? "ok" : "fail")",
+            "cluster_state:\(cluster.coversEverySlot ? "ok" : "fail")",
             "cluster_slots_assigned:\(assigned)", "cluster_slots_ok:\(assigned)", "cluster_slots_pfail:0",
             "cluster_slots_fail:0", "cluster_known_nodes:\(cluster.nodes.count)",
             "cluster_size:\(cluster.nodes.filter { !$0.slotRanges.isEmpty }.count)",
             "cluster_current_epoch:\(cluster.nodes.count)", "cluster_my_epoch:\(cluster.myIndex + 1)",
             "cluster_stats_messages_sent:0", "cluster_stats_messages_received:0",
+            "total_cluster_links_buffer_limit_exceeded:0",
         ]
         return lines.joined(separator: "\r\n") + "\r\n"
     }

@@ -11,8 +11,10 @@
 struct ClusterNode: Sendable, Equatable {
     /// The node's name in `CLUSTER NODES`, `CLUSTER SLOTS` and `CLUSTER MYID`.
     let id: String
-    /// The address given to clients in `-MOVED` and the `CLUSTER` replies.
+    /// The address given to clients in `-MOVED` and the `CLUSTER` replies (an IPv6 address
+    /// without the brackets the file may give it). The node listens on `--host`, not on this.
     let host: String
+    /// The node's port, given to clients; the port it listens on unless `--port` says otherwise.
     let port: Int
     /// The slot ranges the node serves, in the order written.
     let slotRanges: [ClosedRange<Int>]
@@ -37,12 +39,14 @@ struct ClusterConfigurationError: Error, Equatable, CustomStringConvertible {
 ///
 /// An id is 1 to 40 letters, digits, `-`, `_` or `.`. A value type; any thread.
 struct ClusterConfiguration: Sendable, Equatable {
+    /// Every node, in the file's order.
     let nodes: [ClusterNode]
     /// This process's node, an index into `nodes`.
     let myIndex: Int
     /// Each slot's node, an index into `nodes`, or -1 when no node serves it.
     private let owners: [Int16]
 
+    /// This process's node.
     var myself: ClusterNode { nodes[myIndex] }
 
     /// The node serving `slot`, nil when none does.
@@ -85,13 +89,16 @@ struct ClusterConfiguration: Sendable, Equatable {
     {
         var nodes: [ClusterNode] = []
         var owners = [Int16](repeating: -1, count: HashSlot.count)
-        for (offset, rawLine) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+        // Lines end at LF, CRLF (one `Character`) or any other newline.
+        for (offset, rawLine) in text.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline)
+            .enumerated()
+        {
             let lineNumber = offset + 1
             func fault(_ message: String) -> ClusterConfigurationError {
                 ClusterConfigurationError(description: "\(source), line \(lineNumber): \(message)")
             }
             let line = rawLine.prefix { $0 != "#" }
-            let fields = line.split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "\r" }).map(String.init)
+            let fields = line.split(whereSeparator: { $0 == " " || $0 == "\t" }).map(String.init)
             guard !fields.isEmpty else { continue }
             guard fields.count >= 3 else { throw fault("expected ID HOST:PORT SLOTS..., got '\(line)'") }
             let id = fields[0]
@@ -116,7 +123,9 @@ struct ClusterConfiguration: Sendable, Equatable {
                     throw fault("expected a slot or FIRST-LAST in 0...\(HashSlot.count - 1), got '\(field)'")
                 }
                 for slot in range where owners[slot] >= 0 {
-                    throw fault("slot \(slot) is already served by '\(nodes[Int(owners[slot])].id)'")
+                    // This line's own earlier ranges are marked with the index it is about to get.
+                    let owner = Int(owners[slot])
+                    throw fault("slot \(slot) is already served by '\(owner == nodes.count ? id : nodes[owner].id)'")
                 }
                 for slot in range { owners[slot] = Int16(nodes.count) }
                 ranges.append(range)

@@ -10,9 +10,7 @@ extension RegistryServer {
     @inline(__always)
     func executeSET(_ request: [ArraySlice<UInt8>], into out: inout [UInt8]) -> Bool {
         guard request.count == 3, Self.isSET(request[0]) else { return false }
-        if let cluster = configuration.cluster,
-            let redirection = Self.redirection(toSlot: HashSlot.of(request[1]), in: cluster)
-        {
+        if let cluster, let redirection = Self.redirection(toSlot: HashSlot.of(request[1]), in: cluster) {
             RESPReply.error(redirection, into: &out)
             return true
         }
@@ -43,30 +41,34 @@ extension RegistryServer {
             RESPReply.simple("OK", into: &out)
             return false
         default:
-            // As Redis: a command that cannot run is refused now, and dooms the transaction.
-            // Past the queue's cap, the same: the queue is let go at once.
+            // As Redis: a command that cannot run (unknown, wrong arity, another node's keys) is
+            // refused now, and dooms the transaction. Past the queue's cap, the same: the queue
+            // is let go at once.
+            var slots = session.transaction.slots
+            let refusal =
+                Self.refusal(of: request, name: name) ?? clusterRefusal(of: request, name: name, noting: &slots)
             guard case .queuing(var queue) = session.transaction else {
                 // Doomed already: Redis queues what it can all the same (EXEC aborts anyway);
-                // this server answers as it does and keeps nothing.
-                if let refusal = Self.refusal(of: request, name: name) {
+                // this server answers as it does and keeps only the slots.
+                if let refusal {
                     RESPReply.error(refusal, into: &out)
                 } else {
                     RESPReply.simple("QUEUED", into: &out)
                 }
+                session.transaction = .doomed(slots)
                 return true
             }
             let cost = TransactionQueue.cost(of: request)
-            if let refusal = Self.refusal(of: request, name: name)
-                ?? clusterRefusal(of: request, name: name, in: &queue)
-            {
+            if let refusal {
                 RESPReply.error(refusal, into: &out)
-                session.transaction = .doomed
+                session.transaction = .doomed(slots)
             } else if queue.accountedBytes + cost > configuration.maxTransactionBytes {
                 RESPReply.error(
                     "ERR transaction too large: its queued commands would take more than "
                         + "\(configuration.maxTransactionBytes) bytes (--max-transaction-bytes)", into: &out)
-                session.transaction = .doomed
+                session.transaction = .doomed(slots)
             } else {
+                queue.slots = slots
                 session.transaction = .none  // the queue is uniquely referenced while it grows
                 queue.append(request)
                 session.transaction = .queuing(queue)
@@ -83,11 +85,12 @@ extension RegistryServer {
     private func exec(session: inout ClientSession, into out: inout [UInt8]) async {
         let state = session.transaction
         session.transaction = .none
+        // As Redis, where the cluster's check of EXEC (every queued key on one slot) comes first.
+        guard !state.slots.spanSeveral else { return RESPReply.error(Self.crossSlotError, into: &out) }
         guard case .queuing(let queue) = state else {
             RESPReply.error("EXECABORT Transaction discarded because of previous errors.", into: &out)
             return
         }
-        guard !queue.spansSlots else { return RESPReply.error(Self.crossSlotError, into: &out) }
         let commands = queue.commands
         if let gate {
             gate.leave()
@@ -181,7 +184,7 @@ extension RegistryServer {
             case "READONLY", "READWRITE", "ASKING":
                 // Cluster clients send these to reach replicas or follow -ASK; there are no
                 // replicas and no slot migrations, so they change nothing.
-                if configuration.cluster == nil {
+                if cluster == nil {
                     RESPReply.error("ERR This instance has cluster support disabled", into: &out)
                 } else {
                     RESPReply.simple("OK", into: &out)
@@ -193,7 +196,7 @@ extension RegistryServer {
             case "SELECT":
                 switch Int(String(decoding: request[1], as: UTF8.self)) {
                 case 0: RESPReply.simple("OK", into: &out)
-                case .some where configuration.cluster != nil:
+                case .some where cluster != nil:
                     RESPReply.error("ERR SELECT is not allowed in cluster mode", into: &out)
                 case .some: RESPReply.error("ERR DB index is out of range", into: &out)
                 case nil: RESPReply.error("ERR value is not an integer or out of range", into: &out)
@@ -253,26 +256,30 @@ extension RegistryServer {
     }
 
     /// In cluster mode, why a command cannot join the transaction `queue`: its keys are another
-    /// node's or in several slots. Records the transaction's slot, or that it spans several (as
-    /// Redis, which refuses that at `EXEC`). Nil outside cluster mode.
-    private func clusterRefusal(of request: [ArraySlice<UInt8>], name: String, in queue: inout TransactionQueue)
-        -> String?
-    {
-        guard let cluster = configuration.cluster else { return nil }
-        switch Self.keySlot(of: request, name: name) {
-        case .keyless:
-            return nil
-        case .crossSlot:
-            return Self.crossSlotError
-        case .slot(let slot):
-            if let redirection = Self.redirection(toSlot: slot, in: cluster) { return redirection }
-            if let transactionSlot = queue.slot {
-                if transactionSlot != slot { queue.spansSlots = true }
-            } else {
-                queue.slot = slot
-            }
-            return nil
-        }
+    /// node's or in several slots. Notes its slot in `slots` when it can join (Redis refuses a
+    /// transaction over several slots at `EXEC`). Nil outside cluster mode.
+    private func clusterRefusal(
+        of request: [ArraySlice<UInt8>], name: String, noting slots: inout TransactionSlots
+    ) -> String? {
+        guard cluster != nil else { return nil }
+        if let redirection = redirection(of: request, name: name) { return redirection }
+        if case .slot(let slot) = Self.keySlot(of: request, name: name) { slots.note(slot) }
+        return nil
+    }
+
+    /// `-ERR wrong number of arguments for 'command|subcommand' command`, as Redis words it.
+    /// Any thread.
+    static func wrongArity(_ command: String, _ subcommand: String, into out: inout [UInt8]) {
+        RESPReply.error(
+            "ERR wrong number of arguments for '\(command.lowercased())|\(subcommand.lowercased())' command",
+            into: &out)
+    }
+
+    /// `-ERR unknown subcommand '…'. Try COMMAND HELP.`, as Redis words it (at most 128 bytes of
+    /// the subcommand shown). Any thread.
+    static func unknownSubcommand(_ subcommand: ArraySlice<UInt8>, of command: String, into out: inout [UInt8]) {
+        let shown = String(decoding: subcommand.prefix(128), as: UTF8.self)
+        RESPReply.error("ERR unknown subcommand '\(shown)'. Try \(command) HELP.", into: &out)
     }
 
     private static let okReply: [UInt8] = Array("+OK\r\n".utf8)

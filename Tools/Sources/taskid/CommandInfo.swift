@@ -40,11 +40,9 @@ extension RegistryServer {
         case ("GETKEYS", 2...):
             commandKeys(Array(arguments.dropFirst()), into: &out)
         case ("COUNT", _), ("LIST", _), ("GETKEYS", _):
-            RESPReply.error(
-                "ERR wrong number of arguments for 'command|\(subcommand.lowercased())' command", into: &out)
+            Self.wrongArity("COMMAND", subcommand, into: &out)
         default:
-            let shown = String(decoding: first.prefix(128), as: UTF8.self)
-            RESPReply.error("ERR unknown subcommand '\(shown)'. Try COMMAND HELP.", into: &out)
+            Self.unknownSubcommand(first, of: "COMMAND", into: &out)
         }
     }
 
@@ -60,8 +58,7 @@ extension RegistryServer {
         guard let positions = Self.keyPositions[name] else {
             return RESPReply.error("ERR The command has no key arguments", into: &out)
         }
-        let last = positions.last < 0 ? request.count + positions.last : positions.last
-        let indices = Array(stride(from: positions.first, through: last, by: positions.step))
+        let indices = Array(positions.indices(inRequestOf: request.count))
         RESPReply.arrayHeader(indices.count, into: &out)
         for index in indices { RESPReply.bulk(request[index], into: &out) }
     }

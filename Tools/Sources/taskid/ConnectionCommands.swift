@@ -45,7 +45,7 @@ extension RegistryServer {
         RESPReply.bulk("id".utf8, into: &out)
         RESPReply.integer(Int(session.id), into: &out)
         RESPReply.bulk("mode".utf8, into: &out)
-        RESPReply.bulk((configuration.cluster == nil ? "standalone" : "cluster").utf8, into: &out)
+        RESPReply.bulk((cluster == nil ? "standalone" : "cluster").utf8, into: &out)
         RESPReply.bulk("role".utf8, into: &out)
         RESPReply.bulk("master".utf8, into: &out)
         RESPReply.bulk("modules".utf8, into: &out)
@@ -72,10 +72,9 @@ extension RegistryServer {
             // Client libraries announce their name and version; nothing here uses them.
             RESPReply.simple("OK", into: &out)
         case ("ID", _), ("GETNAME", _), ("SETNAME", _), ("SETINFO", _):
-            RESPReply.error("ERR wrong number of arguments for 'client|\(subcommand.lowercased())' command", into: &out)
+            Self.wrongArity("CLIENT", subcommand, into: &out)
         default:
-            let shown = String(decoding: arguments[0].prefix(128), as: UTF8.self)
-            RESPReply.error("ERR unknown subcommand '\(shown)'. Try CLIENT HELP.", into: &out)
+            Self.unknownSubcommand(arguments[0], of: "CLIENT", into: &out)
         }
     }
 
@@ -92,11 +91,10 @@ extension RegistryServer {
     /// map (RESP3) or a flat array (RESP2). Names match exactly, ignoring case.
     func configGet(_ arguments: [ArraySlice<UInt8>], version: RESPVersion, into out: inout [UInt8]) {
         guard Self.commandName(arguments[0]) == "GET" else {
-            let shown = String(decoding: arguments[0].prefix(128), as: UTF8.self)
-            return RESPReply.error("ERR unknown subcommand '\(shown)'. Try CONFIG HELP.", into: &out)
+            return Self.unknownSubcommand(arguments[0], of: "CONFIG", into: &out)
         }
         guard arguments.count >= 2 else {
-            return RESPReply.error("ERR wrong number of arguments for 'config|get' command", into: &out)
+            return Self.wrongArity("CONFIG", "GET", into: &out)
         }
         let values = ["save": "", "appendonly": "no", "maxclients": String(configuration.maxClients)]
         var matches: [(String, String)] = []

@@ -134,9 +134,9 @@ struct RESPParser {
 
     /// Parses a decimal integer in `buffer[start..<end]` as Redis's `string2ll` does: an
     /// optional '-', then digits with no leading zero (`0` alone is zero; `01`, `-0` and `+1` are
-    /// refused, as Redis refuses them).
+    /// refused, as Redis refuses them), 20 characters at most and within 64 bits.
     private func integer(_ start: Int, _ end: Int) -> Int? {
-        guard start < end, end - start <= 18 else { return nil }
+        guard start < end, end - start <= 20 else { return nil }
         var index = start
         var negative = false
         if buffer[index] == UInt8(ascii: "-") {
@@ -148,14 +148,19 @@ struct RESPParser {
             // Zero is written "0": no sign, nothing after it.
             return !negative && index + 1 == end ? 0 : nil
         }
+        // Accumulated as a negative number, whose range reaches Int.min.
         var value = 0
         while index < end {
             let digit = Int(buffer[index]) - 48
             guard (0...9).contains(digit) else { return nil }
-            value = value * 10 + digit
+            let (times10, overflowed) = value.multipliedReportingOverflow(by: 10)
+            let (next, overflowedAgain) = times10.subtractingReportingOverflow(digit)
+            guard !overflowed && !overflowedAgain else { return nil }
+            value = next
             index += 1
         }
-        return negative ? -value : value
+        if negative { return value }
+        return value == Int.min ? nil : -value
     }
 
     private enum ArrayOutcome { case request, needMore, empty }
@@ -260,7 +265,8 @@ struct RESPParser {
     }
 
     /// The heap memory this parser holds, for tests: its buffer only. An incomplete request's
-    /// `PartialArray` holds no heap storage; anything given one must be counted here.
+    /// `PartialArray` holds no heap storage; anything given one must be counted here. Used by
+    /// the parser's owner, on its thread.
     var retainedBytes: Int { buffer.capacity }
 }
 

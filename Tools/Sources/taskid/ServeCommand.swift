@@ -123,7 +123,8 @@ struct ServeCommand: AsyncParsableCommand {
         try check("--upstream-max-connections", upstreamMaxConnections, in: 1...1_000_000)
     }
 
-    /// The cluster the options name: nil without `--cluster-config`.
+    /// The cluster the options name, read from its file: nil without `--cluster-config`. Any
+    /// thread.
     /// - Throws: `ValidationError` when only one of the two cluster options is given, the file
     ///   cannot be read or is wrong, or `--port` is not the node's port in it.
     func clusterConfiguration() throws -> ClusterConfiguration? {
@@ -141,17 +142,25 @@ struct ServeCommand: AsyncParsableCommand {
             }
             if let port, port != cluster.myself.port {
                 throw ValidationError(
-                    "--port \(port) is not node '\(id)''s port in \(path) (\(cluster.myself.port)); "
+                    "--port \(port) is not the port of node '\(id)' in \(path) (\(cluster.myself.port)); "
                         + "leave --port out to use it")
             }
             return cluster
         }
     }
 
-    /// The server's settings from the options (checked by `validate`).
+    /// The server's settings from the options, the cluster file read again: a file that became
+    /// unreadable or wrong since `validate` is an error, never a standalone server. Any thread.
+    /// - Throws: `ValidationError`, as `clusterConfiguration()`.
     var serverConfiguration: ServerConfiguration {
+        get throws {
+            try makeServerConfiguration()
+        }
+    }
+
+    private func makeServerConfiguration() throws -> ServerConfiguration {
         var configuration = ServerConfiguration()
-        let cluster = try? clusterConfiguration()
+        let cluster = try clusterConfiguration()
         configuration.cluster = cluster
         configuration.host = host
         configuration.port = port ?? cluster?.myself.port ?? 6380
@@ -179,7 +188,7 @@ struct ServeCommand: AsyncParsableCommand {
         }
         let logger = Logger(label: "taskid")
         let group = ServiceGroup(
-            services: [ServerService(configuration: serverConfiguration, logger: logger)],
+            services: [ServerService(configuration: try serverConfiguration, logger: logger)],
             gracefulShutdownSignals: [.sigterm, .sigint],
             logger: logger
         )

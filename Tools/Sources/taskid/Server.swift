@@ -40,6 +40,9 @@ final class RegistryServer: Sendable {
     /// on another loop's shard); nil with one loop, where nothing a command does suspends.
     /// Any thread may read it; it is used on the front loop only.
     let gate: TransactionGate?
+    /// The static cluster this node belongs to (`configuration.cluster`), kept here so that the
+    /// SET path reads it without copying the configuration. Any thread.
+    let cluster: ClusterConfiguration?
 
     /// Creates the loops and the shards; listens only at `start`.
     ///
@@ -59,6 +62,7 @@ final class RegistryServer: Sendable {
         }
         front = LoopBound(FrontLoopState(), loop: group.loops[0])
         gate = configuration.loops > 1 ? TransactionGate(loop: group.loops[0]) : nil
+        cluster = configuration.cluster
     }
 
     /// The port bound by `start`, 0 before. Any thread.

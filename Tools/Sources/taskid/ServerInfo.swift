@@ -15,7 +15,7 @@ extension RegistryServer {
                 "work:\(configuration.work)", "debounce_ms:\(configuration.debounceMilliseconds)",
                 "", "# Clients", "connected_clients:\(clients)", "maxclients:\(configuration.maxClients)",
                 "", "# Stats", "total_commands_processed:\(commandsProcessed)",
-                "", "# Cluster", "cluster_enabled:\(configuration.cluster == nil ? 0 : 1)",
+                "", "# Cluster", "cluster_enabled:\(cluster == nil ? 0 : 1)",
                 "", "# Registry",
             ]
             // The registry's own field list: INFO shows every counter, named as the metrics are.

@@ -16,7 +16,6 @@ Only redis-py and the standard library.
 
 import argparse
 import asyncio
-import binascii
 import socket
 import sys
 import time
@@ -24,6 +23,7 @@ import time
 import redis
 from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
 from redis.cluster import ClusterNode, RedisCluster
+from redis.crc import key_slot
 
 
 class CheckFailed(Exception):
@@ -34,16 +34,6 @@ def expect(got, wanted, what):
     if got != wanted:
         raise CheckFailed("%s: got %r, wanted %r" % (what, got, wanted))
     print("ok: %s" % what)
-
-
-def slot_of(key):
-    data = key.encode()
-    start = data.find(b"{")
-    if start >= 0:
-        end = data.find(b"}", start + 1)
-        if end > start + 1:
-            data = data[start + 1:end]
-    return binascii.crc_hqx(data, 0) & 16383
 
 
 def holders(host, ports, key):
@@ -57,7 +47,7 @@ def holders(host, ports, key):
             if r.exists(key) == 1:
                 found.append(port)
         except redis.exceptions.MovedError as moved:
-            if str(moved) != "%d 127.0.0.1:%d" % (slot_of(key), owner(host, port, key)):
+            if str(moved) != "%d %s:%d" % (key_slot(key.encode()), host, owner(host, port, key)):
                 raise CheckFailed("port %d answered %s for %s" % (port, moved, key))
         finally:
             r.close()
@@ -78,7 +68,7 @@ def owner(host, port, key):
     r = redis.Redis(host=host, port=port, protocol=2)
     slots = r.execute_command("CLUSTER SLOTS")
     r.close()
-    slot = slot_of(key)
+    slot = key_slot(key.encode())  # redis-py's own hash slot function
     return next(entry[2][1] for entry in slots if entry[0] <= slot <= entry[1])
 
 

@@ -7,9 +7,9 @@ import Testing
 struct CommandLineTests {
     @Test func noOptionsGiveTheDefaultConfiguration() throws {
         let command = try ServeCommand.parse([])
-        #expect(command.serverConfiguration == ServerConfiguration())
-        #expect(command.serverConfiguration.port == 6380)
-        #expect(command.serverConfiguration.work == .sleep(milliseconds: 10))
+        #expect(try command.serverConfiguration == ServerConfiguration())
+        #expect(try command.serverConfiguration.port == 6380)
+        #expect(try command.serverConfiguration.work == .sleep(milliseconds: 10))
         #expect(command.logLevel == .info)
     }
 
@@ -33,15 +33,15 @@ struct CommandLineTests {
         expected.upstreamReplyTimeoutMilliseconds = 12
         expected.upstreamMaxConnections = 13
         expected.maxTransactionBytes = 1000
-        #expect(command.serverConfiguration == expected)
+        #expect(try command.serverConfiguration == expected)
         #expect(command.logLevel.level == .debug)
     }
 
     @Test func serveIsTheSubcommandOfTheRoot() throws {
         let command = try TaskIDCommand.parseAsRoot(["serve", "--port", "0", "--work", "upstream:localhost:6379"])
         let serve = try #require(command as? ServeCommand)
-        #expect(serve.serverConfiguration.port == 0)
-        #expect(serve.serverConfiguration.work == .upstream(host: "localhost", port: 6379))
+        #expect(try serve.serverConfiguration.port == 0)
+        #expect(try serve.serverConfiguration.work == .upstream(host: "localhost", port: 6379))
     }
 
     @Test(arguments: [

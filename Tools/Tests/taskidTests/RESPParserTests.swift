@@ -55,6 +55,9 @@ struct RESPParserTests {
         ("*1\r\n$-0\r\n", "invalid bulk length"),
         ("*1\r\n$00\r\n\r\n", "invalid bulk length"),
         ("*\r\n", "invalid multibulk length"),
+        ("*-9223372036854775809\r\n", "invalid multibulk length"),
+        ("*99999999999999999999\r\n", "invalid multibulk length"),
+        ("*1\r\n$99999999999999999999\r\n", "invalid bulk length"),
         ("*1\r\n$\r\n", "invalid bulk length"),
     ])
     func malformedInputIsATypedError(input: String, message: String) {
@@ -101,8 +104,8 @@ struct RESPParserTests {
 
     @Test func zeroAndOrdinaryLengthsAreRead() throws {
         #expect(try parseAll("*1\r\n$0\r\n\r\n*2\r\n$10\r\n0123456789\r\n$1\r\n0\r\n") == [[""], ["0123456789", "0"]])
-        // "*-5" counts as empty, as in Redis (any count below one).
-        #expect(try parseAll("*-5\r\n*1\r\n$4\r\nPING\r\n") == [["PING"]])
+        // "*-5" counts as empty, as in Redis (any count below one), at any length string2ll reads.
+        #expect(try parseAll("*-5\r\n*-9223372036854775808\r\n*1\r\n$4\r\nPING\r\n") == [["PING"]])
     }
 
     @Test func anIncompleteRequestHoldsItsBytesAndNoRecordPerArgument() throws {
