@@ -123,6 +123,7 @@ struct RESPParser {
     }
 
     /// Index of the `\r` of the next `\r\n` at or after `start`, if complete.
+    @inline(__always)
     private func lineEnd(from start: Int) -> Int? {
         var index = start
         while index + 1 < buffer.count {
@@ -135,6 +136,7 @@ struct RESPParser {
     /// Parses a decimal integer in `buffer[start..<end]` as Redis's `string2ll` does: an
     /// optional '-', then digits with no leading zero (`0` alone is zero; `01`, `-0` and `+1` are
     /// refused, as Redis refuses them), 20 characters at most and within 64 bits.
+    @inline(__always)
     private func integer(_ start: Int, _ end: Int) -> Int? {
         guard start < end, end - start <= 20 else { return nil }
         var index = start
@@ -148,7 +150,18 @@ struct RESPParser {
             // Zero is written "0": no sign, nothing after it.
             return !negative && index + 1 == end ? 0 : nil
         }
-        // Accumulated as a negative number, whose range reaches Int.min.
+        if end - index <= 18 {
+            // Up to 18 digits cannot overflow: the common case, without overflow checks.
+            var value = 0
+            while index < end {
+                let digit = Int(buffer[index]) &- 48
+                guard digit >= 0 && digit <= 9 else { return nil }
+                value = value &* 10 &+ digit
+                index += 1
+            }
+            return negative ? -value : value
+        }
+        // 19 digits or more: accumulated as a negative number, whose range reaches Int.min.
         var value = 0
         while index < end {
             let digit = Int(buffer[index]) - 48
