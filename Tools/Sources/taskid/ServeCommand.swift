@@ -154,27 +154,23 @@ struct ServeCommand: AsyncParsableCommand {
     /// - Throws: `ValidationError`, as `clusterConfiguration()`.
     var serverConfiguration: ServerConfiguration {
         get throws {
-            try makeServerConfiguration()
+            var configuration = ServerConfiguration()
+            let cluster = try clusterConfiguration()
+            configuration.cluster = cluster
+            configuration.host = host
+            configuration.port = port ?? cluster?.myself.port ?? 6380
+            configuration.loops = loops
+            configuration.debounceMilliseconds = debounceMilliseconds
+            configuration.work = work
+            configuration.maxClients = maxClients
+            configuration.requestLimits = RESPLimits(maxRequestBytes: maxRequestBytes, maxArguments: maxArguments)
+            configuration.maxTransactionBytes = maxTransactionBytes
+            configuration.drainTimeoutMilliseconds = drainTimeoutMilliseconds
+            configuration.upstreamConnectTimeoutMilliseconds = upstreamConnectTimeoutMilliseconds
+            configuration.upstreamReplyTimeoutMilliseconds = upstreamReplyTimeoutMilliseconds
+            configuration.upstreamMaxConnections = upstreamMaxConnections
+            return configuration
         }
-    }
-
-    private func makeServerConfiguration() throws -> ServerConfiguration {
-        var configuration = ServerConfiguration()
-        let cluster = try clusterConfiguration()
-        configuration.cluster = cluster
-        configuration.host = host
-        configuration.port = port ?? cluster?.myself.port ?? 6380
-        configuration.loops = loops
-        configuration.debounceMilliseconds = debounceMilliseconds
-        configuration.work = work
-        configuration.maxClients = maxClients
-        configuration.requestLimits = RESPLimits(maxRequestBytes: maxRequestBytes, maxArguments: maxArguments)
-        configuration.maxTransactionBytes = maxTransactionBytes
-        configuration.drainTimeoutMilliseconds = drainTimeoutMilliseconds
-        configuration.upstreamConnectTimeoutMilliseconds = upstreamConnectTimeoutMilliseconds
-        configuration.upstreamReplyTimeoutMilliseconds = upstreamReplyTimeoutMilliseconds
-        configuration.upstreamMaxConnections = upstreamMaxConnections
-        return configuration
     }
 
     /// Serves until SIGTERM or SIGINT. - Throws: `ExitCode.failure` when the server cannot start

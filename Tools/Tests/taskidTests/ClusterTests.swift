@@ -240,17 +240,8 @@ struct ClusterTests {
             (["--cluster-config", path, "--cluster-node", "x"], "has no node 'x' (--cluster-node)"),
             (["--cluster-config", "/nonexistent/c", "--cluster-node", "x"], "cannot read /nonexistent/c"),
         ] {
-            #expect(ServeCommand.message(for: ServeCommandParseFailure(arguments)).contains(message), "\(arguments)")
+            let error = #expect(throws: (any Error).self) { try ServeCommand.parse(arguments) }
+            #expect(error.map { ServeCommand.message(for: $0).contains(message) } == true, "\(arguments)")
         }
-    }
-}
-
-/// Parses `arguments` as `taskid serve`, expecting a failure; the error, for its message.
-private func ServeCommandParseFailure(_ arguments: [String]) -> any Error {
-    do {
-        _ = try ServeCommand.parse(arguments)
-        return CancellationError()  // parsed: no message matches
-    } catch {
-        return error
     }
 }
