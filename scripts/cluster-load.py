@@ -511,7 +511,6 @@ def chaos(args):
 def run_chaos(args, nodes, ports):
     keys = ["k:%d" % n for n in range(args.keys)]
     shared = Shared()
-    by_port = {node.port: node for node in nodes}
     slot_ports = None
     if args.cluster_config:
         # The slot map, as a cluster client learns it: CLUSTER SLOTS of any node.
