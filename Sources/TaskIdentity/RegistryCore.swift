@@ -32,13 +32,17 @@ final class RegistryCore: @unchecked Sendable {
     /// Removed records whose cancelled runs a re-declared task of the same slot and name waits
     /// for (`awaitPrevious`, `keepRunning`): each one's ends are passed on to its successor.
     @exclusivity(unchecked) private var successors: [ObjectIdentifier: Succession] = [:]
-    /// The registry that owns this core, for publishing phases with their keys. Weak: a
-    /// registry dropped without shutdown leaves running actions that still end here.
+    /// The registry that owns this core, for forgetting removed records. Weak: a registry
+    /// dropped without shutdown leaves running actions that still end here.
     weak var owner: AnyObject?
+    /// The owner's `PhaseStreams<Key>`, where records publish their phases: held here too, so
+    /// that a registry released without shutdown still ends its streams the way shutdown does.
+    let phaseStreams: AnyObject
     private var quiescedWaiters: [() -> Void] = []
-    /// Runs of this registry whose actions await `shutdown()`: shutdown returns once every
-    /// other action has ended.
-    @exclusivity(unchecked) private var runsAwaitingShutdown = 0
+    /// Runs of this registry that await `shutdown()` (in their action or a child task of it):
+    /// shutdown returns once every other action has ended. A run awaiting it from several
+    /// child tasks counts once.
+    @exclusivity(unchecked) private var runsAwaitingShutdown: Set<RunKey> = []
     /// Records whose pending run starts at the end of this turn (see `queueStart`).
     @exclusivity(unchecked) private var startQueue: [AnyTaskRecord] = []
     @exclusivity(unchecked) private var startingNow: [AnyTaskRecord] = []
@@ -56,8 +60,9 @@ final class RegistryCore: @unchecked Sendable {
     @usableFromInline @inline(never)
     func logDebug(_ message: String) { log.debug(message) }
 
-    init(loop: any TaskLoop, log: RegistryLog) {
+    init(loop: any TaskLoop, log: RegistryLog, phaseStreams: AnyObject) {
         self.log = log
+        self.phaseStreams = phaseStreams
         self.loop = loop
         self.unretainedLoop = loop
         self.clock = loop.clock
@@ -149,10 +154,10 @@ final class RegistryCore: @unchecked Sendable {
     @inline(__always)
     private func carryOut(_ effects: TaskStateMachine.Effects, on record: AnyTaskRecord) {
         if effects.stopThrottleTimer { throttles[ObjectIdentifier(record)]?.timer?.stop() }
-        // A cancelled run's handle stays until the next run of the task replaces it (or the
-        // record goes), so that `shutdown()` awaited inside that run can tell it is one of
-        // this registry's.
-        if effects.cancelTask { record.runningTask?.cancel() }
+        if effects.cancelTask {
+            record.runningTask?.cancel()
+            record.runningTask = nil
+        }
         if effects.dropTask { record.runningTask = nil }
         if effects.dropPendingAction { record.pendingAction = nil }
         if let change = effects.endedPending { publish(record, change) }
@@ -274,9 +279,12 @@ final class RegistryCore: @unchecked Sendable {
             record.runningTask = RunTask(executorPreference: loop, priority: record.options.priority) {
                 () async throws -> Void in
                 var failure: (any Error)?
-                // The action is `nonisolated(nonsending)`: it runs right here, on the loop.
+                // The action is `nonisolated(nonsending)`: it runs right here, on the loop. The
+                // run's marker goes with it to its child tasks (`shutdown()` reads it).
                 do {
-                    try await action(context)
+                    try await CurrentRun.$marker.withValue(CurrentRun(record: context.run, generation: context.generation)) {
+                        try await action(context)
+                    }
                 } catch {
                     failure = error
                 }
@@ -297,7 +305,11 @@ final class RegistryCore: @unchecked Sendable {
     ) -> RunTask {
         RunTask(executorPreference: executor, priority: record.options.priority) { () async throws -> Void in
             var failure: (any Error)?
-            do { try await action(context) } catch {
+            do {
+                try await CurrentRun.$marker.withValue(CurrentRun(record: record, generation: generation)) {
+                    try await action(context)
+                }
+            } catch {
                 failure = error
             }
             let ending = failure
@@ -389,6 +401,10 @@ final class RegistryCore: @unchecked Sendable {
         }
         carryOut(effects, on: record)
         if record.state.isRemoved { removedRecordRunEnded(record) }
+        // A run that awaited shutdown from an unstructured task of its own may end first.
+        if isShutDown && !runsAwaitingShutdown.isEmpty {
+            runsAwaitingShutdown.remove(RunKey(record: record, generation: generation))
+        }
         noteQuiescence()
     }
 
@@ -406,7 +422,7 @@ final class RegistryCore: @unchecked Sendable {
     /// Once shutting down, wakes the waiters of `whenQuiesced` when the last action has ended.
     @inline(__always)
     private func noteQuiescence() {
-        if isShutDown && counters.runningActions == runsAwaitingShutdown { quiesced() }
+        if isShutDown && counters.runningActions == runsAwaitingShutdown.count { quiesced() }
     }
 
     // MARK: - Deadlines
@@ -464,19 +480,32 @@ final class RegistryCore: @unchecked Sendable {
         failures = [:]
     }
 
-    /// Calls `body` once no action is running (at once if none is), apart from the actions
-    /// that await `shutdown()` themselves. `callerIsRun`: the caller is one of them.
-    func whenQuiesced(callerIsRun: Bool = false, _ body: @escaping () -> Void) {
-        if callerIsRun { runsAwaitingShutdown += 1 }
+    /// Calls `body` once no action is running (at once if none is), apart from the runs that
+    /// await `shutdown()` themselves. `caller`: the run the waiting task belongs to, if any
+    /// (`CurrentRun.marker`); it counts as one of those runs when it is a run of this
+    /// registry that has not ended.
+    func whenQuiesced(awaitedFrom caller: CurrentRun? = nil, _ body: @escaping () -> Void) {
+        if let caller, caller.record.core === self, hasNotEnded(caller) {
+            runsAwaitingShutdown.insert(RunKey(record: caller.record, generation: caller.generation))
+        }
         quiescedWaiters.append(body)
-        // Through `quiesced()`, so that every waiter runs and the count of runs awaiting
-        // shutdown starts again from zero.
-        if counters.runningActions == runsAwaitingShutdown { quiesced() }
+        // Through `quiesced()`, so that every waiter runs and the set of runs awaiting
+        // shutdown starts again empty.
+        if counters.runningActions == runsAwaitingShutdown.count { quiesced() }
+    }
+
+    /// Whether the run `run` of this registry is still executing its action: it is its task's
+    /// current run, or its task has cancelled runs still ending. (Cancelled runs are counted
+    /// by their task, not named: of a task with several cancelled runs ending, one that has
+    /// already ended reads as still ending, and shutdown may then return before the last of
+    /// them ends; it never waits for a run that awaits it.)
+    private func hasNotEnded(_ run: CurrentRun) -> Bool {
+        run.record.state.isCurrentRun(run.generation) || run.record.state.endingRuns > 0
     }
 
     private func quiesced() {
         // The runs that awaited shutdown now return from it and end on their own.
-        runsAwaitingShutdown = 0
+        runsAwaitingShutdown = []
         let waiters = quiescedWaiters
         quiescedWaiters = []
         for waiter in waiters { waiter() }
@@ -492,9 +521,6 @@ final class RegistryCore: @unchecked Sendable {
         record.state.inheritEndingRuns(previous.state.endingRuns)
         successors[ObjectIdentifier(previous)] = Succession(predecessor: previous, successor: record)
     }
-
-    /// Removed records that passed their runs on to a re-declared task.
-    var successorRecords: [AnyTaskRecord] { successors.values.map(\.predecessor) }
 
     /// One of `record`'s cancelled runs ended after its slot was removed: pass it on along the
     /// chain of successors, and forget each removed record once its runs have all ended.
@@ -563,6 +589,17 @@ private func isEqual<Left: Hashable>(_ lhs: Left, _ rhs: any Hashable & Sendable
         return lhs == unsafeBitCast(rhs, to: Left.self)
     }
     return compare(rhs)
+}
+
+/// One run of one task record, as a set element.
+struct RunKey: Hashable {
+    let record: ObjectIdentifier
+    let generation: UInt64
+
+    init(record: AnyTaskRecord, generation: UInt64) {
+        self.record = ObjectIdentifier(record)
+        self.generation = generation
+    }
 }
 
 /// A removed task whose cancelled runs a re-declared task of its slot waits for.

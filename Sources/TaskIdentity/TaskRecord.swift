@@ -85,10 +85,10 @@ final class TaskRecord<Key: Hashable & Sendable>: AnyTaskRecord, @unchecked Send
     }
 
     override func publish(generation: UInt64, phase: TaskPhase) {
-        // The core's owner is this record's registry; reaching it through the core keeps a
-        // pointer out of every record.
-        guard let owner = core.owner else { return }  // the registry is gone; nobody observes
-        unsafeDowncast(owner, to: TaskRegistry<Key>.self).publish(self, generation: generation, phase: phase)
+        // Reaching the streams through the core keeps a pointer out of every record.
+        // unsafeDowncast: a record's core belongs to a registry of the record's key type, whose
+        // streams are `PhaseStreams<Key>`.
+        unsafeDowncast(core.phaseStreams, to: PhaseStreams<Key>.self).publish(self, generation: generation, phase: phase)
     }
 
     override func drained() {

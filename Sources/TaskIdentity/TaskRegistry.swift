@@ -34,11 +34,8 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
     @exclusivity(unchecked) @usableFromInline var slots: [Key: TaskRecord<Key>] = [:]
     @usableFromInline let posted = PostedCalls<PostedOperation>(capacity: TaskRegistry.postedCallLimit)
     @exclusivity(unchecked) @usableFromInline var postedBuffer: [PostedOperation?] = []
-    @exclusivity(unchecked) @usableFromInline var observers:
-        [ObserverKey: [UInt64: AsyncStream<TaskPhaseUpdate>.Continuation]] = [:]
-    private var nextObserverID: UInt64 = 0
-    /// The slots' records when shutdown began, until every action has ended.
-    private var recordsAtShutdown: [TaskRecord<Key>] = []
+    /// The phase streams of the tasks (`phaseUpdates(of:)`), shared with the core.
+    @usableFromInline let phaseStreams: PhaseStreams<Key>
     /// Removed tasks whose cancelled runs have not ended, by slot and name: a task declared
     /// again in that slot waits for them under `awaitPrevious` and `keepRunning`.
     @exclusivity(unchecked) @usableFromInline var removedRunning: [ObserverKey: TaskRecord<Key>] = [:]
@@ -91,7 +88,9 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
     /// Creates an empty registry on `loop` that reports to `log`. May be called from any thread.
     init(loop: any TaskLoop, log: RegistryLog, maxObservationDepth: Int = 100) {
         self.maxObservationDepth = maxObservationDepth
-        core = RegistryCore(loop: loop, log: log)
+        let phaseStreams = PhaseStreams<Key>()
+        self.phaseStreams = phaseStreams
+        core = RegistryCore(loop: loop, log: log, phaseStreams: phaseStreams)
         observationInbox = ObservationInbox(loop: loop)
         core.owner = self
         // If the loop shuts down first, the registry shuts down with it (on the loop thread,
@@ -100,8 +99,9 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
     }
 
     deinit {
-        // Released without shutdown: like a view disappearing, every task is cancelled (phase
-        // `cancelled(.registryShutDown)`) and every phase stream ends, on the loop thread.
+        // Released without shutdown: like a view disappearing, every task still waiting or
+        // running is cancelled (phase `cancelled(.registryShutDown)`) and every phase stream
+        // ends, on the loop thread, as `shutdown()` would do it.
         let core = self.core
         // Subscriptions may outlive the registry in the models' registrars: detach them now.
         for tracker in observations.values { tracker.subscription.cancel() }
@@ -114,7 +114,7 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
         if !dropped.isEmpty { core.logDebug("registry released with \(dropped.count) posted calls not applied") }
         for operation in dropped { Self.abandon(operation) }
         // Whether the core is shut down is loop state: `run()` checks it there.
-        let release = RegistryRelease(core: core, slots: slots, observers: observers)
+        let release = RegistryRelease(core: core, slots: slots, phaseStreams: phaseStreams)
         if loop.inLoop {
             release.run()
         } else {
@@ -231,7 +231,9 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
             slots[key] = record
             core.counters.liveSlots &+= 1
         }
-        if !observers.isEmpty { record.hasObservers = observers[ObserverKey(key: key, name: name)] != nil }
+        if !phaseStreams.observers.isEmpty {
+            record.hasObservers = phaseStreams.observers[ObserverKey(key: key, name: name)] != nil
+        }
         core.declare(record, isNew: true, identity: identity, options: options, body: body)
     }
 
@@ -263,72 +265,6 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
         }
     }
 
-    // MARK: - Controlling a declared task
-
-    /// Cancels the task `name` of slot `key` without removing it, like TCA's
-    /// `.cancel(id:)`: a generation still waiting (debounce, throttle, a previous run) ends
-    /// `cancelled(.cancelledByCaller)` without starting, and the running action is cancelled
-    /// (its phase `cancelled(.cancelledByCaller)`; its later commits are dropped). The slot
-    /// and the task's other state stay; the task forgets its identity, so the next
-    /// declaration starts a new run even with an equal id. A task that is not declared, or
-    /// has nothing waiting or running, is left alone.
-    ///
-    /// - Throws: as `remove(_:)`.
-    /// - Note: May be called from any thread, and never blocks it; on the loop thread it acts
-    ///   at once.
-    public func cancel(_ key: Key, name: TaskName = .main) throws(RegistryError) {
-        try control(key, name, .cancel)
-    }
-
-    /// Starts the generation of the task that is waiting out its debounce or throttle window
-    /// now, as if the window had closed ("Enter" in a search box). It still respects the
-    /// restart policy: under `awaitPrevious` or `keepRunning` it waits for the previous run,
-    /// and a throttled task that waits so is held by its throttle again if the window is still
-    /// open when the previous run ends. A task with nothing debouncing or throttled is left
-    /// alone.
-    ///
-    /// - Throws: as `remove(_:)`.
-    /// - Note: May be called from any thread, and never blocks it; on the loop thread it acts
-    ///   at once (the run starts in this loop turn's start pass).
-    public func runNow(_ key: Key, name: TaskName = .main) throws(RegistryError) {
-        try control(key, name, .runNow)
-    }
-
-    /// Drops the generation of the task that has not started yet (waiting out its debounce or
-    /// throttle, or for a previous run) ("Escape" in a search box): it ends
-    /// `cancelled(.pendingDropped)` without running. The task forgets its identity, so
-    /// declaring the same id again starts it again. A task with nothing waiting is left alone.
-    ///
-    /// A run already under way (`keepRunning`) goes on and its commits still land, but the
-    /// task's phase stays that of its latest generation, the dropped one, until the next
-    /// declaration; declaring the running id again runs it once more after the current run.
-    /// Read what the running run stores with `result(of:as:)` or `snapshot(of:)`.
-    ///
-    /// - Throws: as `remove(_:)`.
-    /// - Note: May be called from any thread, and never blocks it; on the loop thread it acts
-    ///   at once.
-    public func dropPending(_ key: Key, name: TaskName = .main) throws(RegistryError) {
-        try control(key, name, .dropPending)
-    }
-
-    private func control(_ key: Key, _ name: TaskName, _ control: TaskControl) throws(RegistryError) {
-        if loop.inLoop {
-            guard !core.isShutDown else { throw .shutDown }
-            applyControl(key, name, control)
-        } else {
-            try post(.control(key, name, control), limited: true)
-        }
-    }
-
-    @usableFromInline
-    func applyControl(_ key: Key, _ name: TaskName, _ control: TaskControl) {
-        guard let record = record(key, name) else { return }
-        switch control {
-        case .cancel: core.cancelByCaller(record)
-        case .runNow: core.runNow(record)
-        case .dropPending: core.dropPending(record)
-        }
-    }
 
     @usableFromInline
     func applyRemove(_ key: Key, reason: CancellationReason) {
@@ -352,446 +288,6 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
         if removedRunning[observerKey] === record { removedRunning[observerKey] = nil }
     }
 
-    // MARK: - Posting from other threads
-
-    /// The most calls from other threads that may wait for the loop at once; past it, a
-    /// declaration, removal or control call from another thread throws
-    /// `RegistryError.overloaded` (see `task`).
-    ///
-    /// May be read from any thread.
-    public static var postedCallLimit: Int { 65_536 }
-
-    @inlinable
-    func post(_ operation: PostedOperation, limited: Bool = false) throws(RegistryError) {
-        // Before the loop starts nothing can drain the queue: refuse, and keep the registry
-        // usable for when it does.
-        guard loop.hasStarted else { throw posted.isClosed ? .shutDown : .loopNotStarted }
-        guard try posted.append(operation, limited: limited) else { return }
-        do {
-            try loop.execute { [self] in self.runPosted() }  // one wake-up per batch
-        } catch {
-            // The loop's shutdown has begun, and this registry's hook has not closed the queue
-            // yet (the append above found it open): the hook applies what is queued, this call
-            // with it, before it cancels every task. So the call succeeded, and its phase will
-            // say how it ended. (Dropping the queue here used to tell this caller `.shutDown`
-            // for a call the hook applied, and a caller whose call joined this batch success
-            // for a call that was dropped.)
-            core.logDebug("calls posted as the loop began its shutdown are left to the shutdown hook (\(error))")
-        }
-    }
-
-    /// Applies every posted operation, in order. Loop thread only.
-    @inlinable
-    func runPosted() {
-        posted.take(into: &postedBuffer)
-        for index in postedBuffer.indices {
-            // Moved out, not copied: a copy would retain and release every payload.
-            switch postedBuffer[index].take()! {
-            case .declare(let key, let name, let identity, let values, let body):
-                apply(key, name: name, identity: identity, values: values, body: body)
-            case .remove(let key):
-                applyRemove(key, reason: .removed)
-            case .control(let key, let name, let control):
-                applyControl(key, name, control)
-            case .flush(let continuation):
-                continuation.resume()
-            case .observe(let key, let name, let continuation):
-                addObserver(continuation, key: key, name: name)
-            case .unobserve(let observerKey, let id):
-                removeObserver(observerKey, id: id)
-            }
-        }
-        postedBuffer.removeAll(keepingCapacity: true)
-    }
-
-    /// Answers a posted call that can no longer be applied.
-    @usableFromInline
-    static func abandon(_ operation: PostedOperation) {
-        switch operation {
-        case .flush(let continuation): continuation.resume()
-        case .observe(_, _, let continuation): continuation.finish()
-        case .declare, .remove, .control, .unobserve: break
-        }
-    }
-
-    /// Returns once every `task`/`remove` posted from other threads before this call has been
-    /// applied. Call it before reading what those calls did (`countersSnapshot()`, a
-    /// `submit` on the loop): a posted call is applied in its batch, which may run after a
-    /// closure you post to the loop yourself.
-    ///
-    /// - Note: May be called from any task.
-    public func flush() async {
-        if loop.inLoop {
-            runPosted()
-            return
-        }
-        await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
-            do {
-                try post(.flush(continuation))
-            } catch {
-                continuation.resume()  // shut down: nothing is pending any more
-            }
-        }
-    }
-
-    // MARK: - Querying on the loop thread
-
-    /// The phase of the task `name` of slot `key`, or `nil` if no such task is declared.
-    ///
-    /// - Throws: `RegistryError.calledOffLoopThread` off the loop thread (use
-    ///   `snapshot(of:name:)` there).
-    /// - Note: Loop thread only; never traps.
-    public func phase(of key: Key, name: TaskName = .main) throws(RegistryError) -> TaskPhase? {
-        guard loop.inLoop else { throw .calledOffLoopThread }
-        return record(key, name)?.phase
-    }
-
-    /// Whether the delayed progress signal of the task is on.
-    ///
-    /// - Throws: `RegistryError.calledOffLoopThread` off the loop thread (use
-    ///   `snapshot(of:name:)` there).
-    /// - Note: Loop thread only; never traps.
-    public func showsProgress(of key: Key, name: TaskName = .main) throws(RegistryError) -> Bool {
-        guard loop.inLoop else { throw .calledOffLoopThread }
-        return record(key, name)?.showsProgress ?? false
-    }
-
-    /// The current generation of the task (how many identities it has had in this slot's
-    /// lifetime), or `nil` if no such task is declared.
-    ///
-    /// - Throws: `RegistryError.calledOffLoopThread` off the loop thread (use
-    ///   `snapshot(of:name:)` there).
-    /// - Note: Loop thread only; never traps.
-    public func generation(of key: Key, name: TaskName = .main) throws(RegistryError) -> UInt64? {
-        guard loop.inLoop else { throw .calledOffLoopThread }
-        return record(key, name)?.generation
-    }
-
-    /// The latest result stored by a run of the task `name` of slot `key`
-    /// (`TaskContext.commit(result:)`), as `type`; `nil` if none was stored, if it is of
-    /// another type, or if no such task is declared. A result outlives its run: it stays until
-    /// a newer run stores one or the slot is removed.
-    ///
-    /// - Throws: `RegistryError.calledOffLoopThread` off the loop thread (use
-    ///   `snapshot(of:name:)` there).
-    /// - Note: Loop thread only; never traps.
-    public func result<Value>(of key: Key, name: TaskName = .main, as type: Value.Type) throws(RegistryError) -> Value?
-    {
-        guard loop.inLoop else { throw .calledOffLoopThread }
-        return record(key, name)?.result?.value as? Value
-    }
-
-    /// Whether slot `key` exists.
-    ///
-    /// - Throws: `RegistryError.calledOffLoopThread` off the loop thread (use
-    ///   `snapshot(ofSlot:)` there).
-    /// - Note: Loop thread only; never traps.
-    public func contains(_ key: Key) throws(RegistryError) -> Bool {
-        guard loop.inLoop else { throw .calledOffLoopThread }
-        return slots[key] != nil
-    }
-
-    /// The counters.
-    ///
-    /// - Throws: `RegistryError.calledOffLoopThread` off the loop thread (use
-    ///   `countersSnapshot()` there).
-    /// - Note: Loop thread only; never traps.
-    public var counters: RegistryCounters {
-        get throws(RegistryError) {
-            guard loop.inLoop else { throw .calledOffLoopThread }
-            return core.counters
-        }
-    }
-
-    /// Timers the registry holds open (one per distinct debounce, progress and synchronous-run
-    /// delay, one per throttled task). 0 after shutdown.
-    ///
-    /// - Throws: `RegistryError.calledOffLoopThread` off the loop thread.
-    /// - Note: Loop thread only; never traps.
-    public var openTimerCount: Int {
-        get throws(RegistryError) {
-            guard loop.inLoop else { throw .calledOffLoopThread }
-            return core.openTimerCount
-        }
-    }
-
-    // MARK: - Querying from any thread
-
-    /// The task `name` of slot `key` as it is now (phase, generation, progress signal, latest
-    /// result), read on the loop thread in one hop; `nil` if no such task is declared.
-    ///
-    /// - Throws: `RegistryError.loopNotStarted` before the loop starts, `.shutDown` once the
-    ///   loop has shut down. (After the registry's own shutdown, with its loop still running,
-    ///   it answers `nil`: every slot is gone.)
-    /// - Note: May be called from any task; on the loop thread it reads at once.
-    public func snapshot(of key: Key, name: TaskName = .main) async throws(RegistryError) -> TaskSnapshot? {
-        try await onLoop { [self] in self.record(key, name).map(TaskSnapshot.init(record:)) }
-    }
-
-    /// Every task of slot `key` as it is now, by name; empty if the slot does not exist (so
-    /// `isEmpty` answers "is there such a slot" from any thread).
-    ///
-    /// - Throws: as `snapshot(of:name:)`.
-    /// - Note: May be called from any task.
-    public func snapshot(ofSlot key: Key) async throws(RegistryError) -> [TaskName: TaskSnapshot] {
-        try await onLoop { [self] in
-            var tasks: [TaskName: TaskSnapshot] = [:]
-            var next: AnyTaskRecord? = self.slots[key]
-            while let record = next {
-                tasks[record.name] = TaskSnapshot(record: record)
-                next = record.nextInSlot
-            }
-            return tasks
-        }
-    }
-
-    /// The counters, read on the loop thread.
-    ///
-    /// - Throws: as `snapshot(of:name:)`.
-    /// - Note: May be called from any task.
-    public func countersSnapshot() async throws(RegistryError) -> RegistryCounters {
-        try await onLoop { [self] in self.core.counters }
-    }
-
-    /// Runs `body` on the loop thread and returns its result, translating the loop's refusal.
-    private func onLoop<Result: Sendable>(_ body: @escaping @Sendable () -> Result) async throws(RegistryError)
-        -> Result
-    {
-        if loop.inLoop { return body() }
-        guard loop.hasStarted else { throw .loopNotStarted }
-        do {
-            return try await loop.submit(body)
-        } catch {
-            throw .shutDown  // `submit` fails only when the loop refuses work: it has shut down
-        }
-    }
-
-    /// The phases of the task `name` of slot `key`, starting with its phase now (`idle` if it is
-    /// not declared), across removals and re-declarations, until the registry shuts down.
-    ///
-    /// - Parameters:
-    ///   - key: the slot.
-    ///   - name: which of the slot's tasks (default `.main`).
-    ///   - bufferingPolicy: what the stream keeps for a consumer that falls behind. The default
-    ///     keeps every update (memory grows with a slow consumer); a view that only shows the
-    ///     current phase wants `.bufferingNewest(1)`, which keeps the latest.
-    /// - Note: May be called from any thread; the stream may be consumed anywhere. Requested
-    ///   from another thread before the loop starts, the stream ends at once, empty.
-    public func phaseUpdates(
-        of key: Key, name: TaskName = .main,
-        bufferingPolicy: AsyncStream<TaskPhaseUpdate>.Continuation.BufferingPolicy = .unbounded
-    ) -> AsyncStream<TaskPhaseUpdate> {
-        let (stream, continuation) = AsyncStream.makeStream(
-            of: TaskPhaseUpdate.self, bufferingPolicy: bufferingPolicy)
-        if loop.inLoop {
-            addObserver(continuation, key: key, name: name)
-        } else {
-            do { try post(.observe(key, name, continuation)) } catch {
-                core.log.debug("phase stream of task '\(name)' ended at once: \(error)")
-                continuation.finish()
-            }
-        }
-        return stream
-    }
-
-    @usableFromInline
-    func addObserver(_ continuation: AsyncStream<TaskPhaseUpdate>.Continuation, key: Key, name: TaskName) {
-        guard !core.isShutDown else {
-            continuation.finish()
-            return
-        }
-        let observerKey = ObserverKey(key: key, name: name)
-        let id = nextObserverID
-        nextObserverID += 1
-        observers[observerKey, default: [:]][id] = continuation
-        let current = record(key, name)
-        current?.hasObservers = true
-        continuation.yield(
-            TaskPhaseUpdate(
-                generation: current?.generation ?? 0, phase: current?.phase ?? .idle,
-                showsProgress: current?.showsProgress ?? false))
-        continuation.onTermination = { [weak self] _ in
-            guard let self else { return }
-            if self.loop.inLoop {
-                self.removeObserver(observerKey, id: id)
-            } else {
-                try? self.post(.unobserve(observerKey, id))
-            }
-        }
-    }
-
-    @usableFromInline
-    func removeObserver(_ observerKey: ObserverKey, id: UInt64) {
-        observers[observerKey]?[id] = nil
-        if observers[observerKey]?.isEmpty == true {
-            observers[observerKey] = nil
-            record(observerKey.key, observerKey.name)?.hasObservers = false
-        }
-    }
-
-    /// Sends one update to the observers of `record`. Loop thread only.
-    func publish(_ record: TaskRecord<Key>, generation: UInt64, phase: TaskPhase) {
-        guard let list = observers[ObserverKey(key: record.key, name: record.name)] else {
-            record.hasObservers = false
-            return
-        }
-        let update = TaskPhaseUpdate(generation: generation, phase: phase, showsProgress: record.showsProgress)
-        for continuation in list.values { continuation.yield(update) }
-    }
-
-    // MARK: - Shutdown
-
-    /// Starts shutting down: applies what was posted, cancels every waiting and running
-    /// generation (phase `cancelled(.registryShutDown)`), closes every timer, and ends the
-    /// phase streams once the last action has ended. Later declarations throw
-    /// `RegistryError.shutDown`. Idempotent. On a `UVLoop` that has not started, declarations
-    /// are refused at once and the rest happens on the loop thread when it starts (or on the
-    /// thread that shuts the loop down without starting it).
-    ///
-    /// - Note: May be called from any thread; `shutdown()` also waits for the actions to end.
-    public func startShutdown() {
-        if loop.inLoop {
-            applyShutdown()
-            return
-        }
-        if !loop.hasStarted {
-            // Declarations from now on are refused with `.shutDown`, even before the loop starts.
-            _ = posted.close(dropping: false)
-            // A loop that has not started takes jobs, not closures: this one runs on its thread
-            // once it starts (or on the thread that shuts it down without starting it).
-            Task(executorPreference: loop) { [self] in self.applyShutdown() }
-            return
-        }
-        do { try loop.execute { [self] in self.applyShutdown() } } catch {
-            // The loop's shutdown has begun: its hook shuts the registry down, or already has.
-            core.logDebug("startShutdown: the loop takes no more work (\(error))")
-        }
-    }
-
-    /// Shuts down (see `startShutdown()`) and returns once every action has ended. Once the
-    /// loop's own shutdown has begun, the loop's shutdown hook shuts the registry down and this
-    /// returns at once: await the loop's shutdown instead (`await loop.shutdown()`). On a loop
-    /// that has not started, it returns at once (no action has run), like `startShutdown()`.
-    ///
-    /// - Note: May be called from any task. With a `TestLoop`, call `startShutdown()` and run
-    ///   the loop instead: nothing runs on a test loop while a test awaits.
-    public func shutdown() async {
-        if !loop.hasStarted {
-            // Nothing runs yet, so nothing to wait for: the shutdown happens when the loop starts.
-            startShutdown()
-            return
-        }
-        let caller = withUnsafeCurrentTask { $0.map(taskAddress) }
-        await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
-            let work: @Sendable () -> Void = { [self] in
-                // Awaited inside one of this registry's own actions, shutdown must not wait for
-                // that action: it returns once every other action has ended.
-                let callerIsRun = caller.map(self.isRunningTask) ?? false
-                self.applyShutdown()
-                self.core.whenQuiesced(callerIsRun: callerIsRun) { continuation.resume() }
-            }
-            if loop.inLoop {
-                work()
-            } else {
-                // Once the loop's shutdown has begun, its hook shuts the registry down: that
-                // shutdown is the one to await (`await loop.shutdown()`).
-                do { try loop.execute(work) } catch { continuation.resume() }
-            }
-        }
-    }
-
-    /// Whether `task` is the Swift task of a run of this registry (the latest run of one of
-    /// its tasks, current or cancelled). Loop thread only.
-    private func isRunningTask(_ task: UInt) -> Bool {
-        func runs(_ first: AnyTaskRecord) -> Bool {
-            var next: AnyTaskRecord? = first
-            while let record = next {
-                if let running = record.runningTask, taskAddress(running) == task { return true }
-                next = record.nextInSlot
-            }
-            return false
-        }
-        return slots.values.contains(where: runs) || removedRunning.values.contains(where: runs)
-            || recordsAtShutdown.contains(where: runs) || core.successorRecords.contains(where: runs)
-    }
-
-    /// Whether shutdown has begun.
-    ///
-    /// - Throws: `RegistryError.calledOffLoopThread` off the loop thread.
-    /// - Note: Loop thread only; never traps.
-    public var isShutDown: Bool {
-        get throws(RegistryError) {
-            guard loop.inLoop else { throw .calledOffLoopThread }
-            return core.isShutDown
-        }
-    }
-
-    private func applyShutdown() {
-        guard !core.isShutDown else { return }
-        _ = posted.close(dropping: false)
-        runPosted()
-        core.beginShutdown()
-        // Kept until every action has ended: `shutdown()` awaited later inside one of them
-        // still finds it among this registry's runs.
-        recordsAtShutdown = Array(slots.values) + Array(removedRunning.values)
-        for key in Array(slots.keys) { applyRemove(key, reason: .registryShutDown) }
-        for tracker in observations.values { tracker.stop() }
-        observations = [:]
-        removedRunning = [:]
-        core.closeTimers()
-        core.whenQuiesced { [self] in
-            for list in self.observers.values { for continuation in list.values { continuation.finish() } }
-            self.observers = [:]
-            self.recordsAtShutdown = []
-        }
-    }
-}
-
-/// What a registry released without `shutdown()` leaves to do on its loop thread: shut its
-/// core down, cancel every task, and end every phase stream.
-private struct RegistryRelease<Key: Hashable & Sendable>: @unchecked Sendable {
-    // @unchecked Sendable: moved to the loop thread whole, and used only there (the registry
-    // that owned these is gone, so nothing else touches them).
-    let core: RegistryCore
-    let slots: [Key: TaskRecord<Key>]
-    let observers: [TaskRegistry<Key>.ObserverKey: [UInt64: AsyncStream<TaskPhaseUpdate>.Continuation]]
-
-    func run() {
-        guard !core.isShutDown else { return }
-        core.beginShutdown()
-        for first in slots.values {
-            var next: AnyTaskRecord? = first
-            while let record = next {
-                core.remove(record, reason: .registryShutDown)
-                next = record.nextInSlot
-            }
-            core.counters.liveSlots &-= 1
-        }
-        core.closeTimers()
-        for list in observers.values {
-            for continuation in list.values {
-                continuation.yield(
-                    TaskPhaseUpdate(generation: 0, phase: .cancelled(.registryShutDown), showsProgress: false))
-                continuation.finish()
-            }
-        }
-    }
-}
-
-/// The address of a Swift task, from its handle or from inside it. Both are a single
-/// reference to the task object; comparing addresses is exact, where comparing hash values
-/// would only be likely.
-func taskAddress(_ task: RunTask) -> UInt {
-    // unsafeBitCast: `Task` is one reference to the task object (checked by its size here, and
-    // by the shutdown-inside-an-action test, which would hang if the addresses differed).
-    precondition(MemoryLayout<RunTask>.size == MemoryLayout<UInt>.size)
-    return unsafeBitCast(task, to: UInt.self)
-}
-
-func taskAddress(_ task: UnsafeCurrentTask) -> UInt {
-    // unsafeBitCast: `UnsafeCurrentTask` is one reference to the same task object (see above).
-    precondition(MemoryLayout<UnsafeCurrentTask>.size == MemoryLayout<UInt>.size)
-    return unsafeBitCast(task, to: UInt.self)
 }
 
 /// The stored identity of a declaration: `nil` for none, the value itself for one, a

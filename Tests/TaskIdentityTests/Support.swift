@@ -22,12 +22,15 @@ final class EventLog: @unchecked Sendable {
 /// Records a task's phase updates as they arrive, on the test loop.
 final class PhaseRecorder: @unchecked Sendable {
     private(set) var updates: [TaskPhaseUpdate] = []
+    /// The stream has ended.
+    private(set) var hasEnded = false
     private var consumer: Task<Void, Never>?
 
     init<Key>(_ registry: TaskRegistry<Key>, _ key: Key, name: TaskName = .main) {
         let stream = registry.phaseUpdates(of: key, name: name)
         consumer = Task(executorPreference: registry.loop) { [unowned self] in
             for await update in stream { self.updates.append(update) }
+            self.hasEnded = true
         }
     }
 

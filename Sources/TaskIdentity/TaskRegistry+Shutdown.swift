@@ -1,0 +1,116 @@
+import UVLoop
+
+extension TaskRegistry {
+
+    /// Starts shutting down: applies what was posted, cancels every waiting and running
+    /// generation (phase `cancelled(.registryShutDown)`), closes every timer, and ends the
+    /// phase streams once the last action has ended. Later declarations throw
+    /// `RegistryError.shutDown`. Idempotent. On a `UVLoop` that has not started, declarations
+    /// are refused at once and the rest happens on the loop thread when it starts (or on the
+    /// thread that shuts the loop down without starting it).
+    ///
+    /// - Note: May be called from any thread; `shutdown()` also waits for the actions to end.
+    public func startShutdown() {
+        if loop.inLoop {
+            applyShutdown()
+            return
+        }
+        if !loop.hasStarted {
+            // Declarations from now on are refused with `.shutDown`, even before the loop starts.
+            _ = posted.close(dropping: false)
+            // A loop that has not started takes jobs, not closures: this one runs on its thread
+            // once it starts (or on the thread that shuts it down without starting it).
+            Task(executorPreference: loop) { [self] in self.applyShutdown() }
+            return
+        }
+        do { try loop.execute { [self] in self.applyShutdown() } } catch {
+            // The loop's shutdown has begun: its hook shuts the registry down, or already has.
+            core.logDebug("startShutdown: the loop takes no more work (\(error))")
+        }
+    }
+
+    /// Shuts down (see `startShutdown()`) and returns once every action has ended. Once the
+    /// loop's own shutdown has begun, the loop's shutdown hook shuts the registry down and this
+    /// returns at once: await the loop's shutdown instead (`await loop.shutdown()`). On a loop
+    /// that has not started, it returns at once (no action has run), like `startShutdown()`.
+    ///
+    /// - Note: May be called from any task. With a `TestLoop`, call `startShutdown()` and run
+    ///   the loop instead: nothing runs on a test loop while a test awaits.
+    public func shutdown() async {
+        if !loop.hasStarted {
+            // Nothing runs yet, so nothing to wait for: the shutdown happens when the loop starts.
+            startShutdown()
+            return
+        }
+        // Awaited inside one of this registry's own runs (its action, or a child task of it),
+        // shutdown must not wait for that run: it returns once every other action has ended.
+        let caller = CurrentRun.marker
+        await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
+            let work: @Sendable () -> Void = { [self] in
+                self.applyShutdown()
+                self.core.whenQuiesced(awaitedFrom: caller) { continuation.resume() }
+            }
+            if loop.inLoop {
+                work()
+            } else {
+                // Once the loop's shutdown has begun, its hook shuts the registry down: that
+                // shutdown is the one to await (`await loop.shutdown()`).
+                do { try loop.execute(work) } catch { continuation.resume() }
+            }
+        }
+    }
+
+    /// Whether shutdown has begun.
+    ///
+    /// - Throws: `RegistryError.calledOffLoopThread` off the loop thread.
+    /// - Note: Loop thread only; never traps.
+    public var isShutDown: Bool {
+        get throws(RegistryError) {
+            guard loop.inLoop else { throw .calledOffLoopThread }
+            return core.isShutDown
+        }
+    }
+
+    /// Shuts the registry down on the loop thread (`startShutdown`, `shutdown`, the loop's
+    /// shutdown hook). Loop thread only.
+    func applyShutdown() {
+        guard !core.isShutDown else { return }
+        _ = posted.close(dropping: false)
+        runPosted()
+        core.beginShutdown()
+        for key in Array(slots.keys) { applyRemove(key, reason: .registryShutDown) }
+        for tracker in observations.values { tracker.stop() }
+        observations = [:]
+        removedRunning = [:]
+        core.closeTimers()
+        core.whenQuiesced { [phaseStreams] in phaseStreams.finishAll() }
+    }
+}
+
+/// What a registry released without `shutdown()` leaves to do on its loop thread: what
+/// `shutdown()` does, without the registry. Its core shuts down, every task is cancelled (each
+/// stream hears its task's final phase on the run's own generation, through the phase streams
+/// its core still holds; a task already over hears nothing more), every timer closes, and the
+/// streams end once every action has ended.
+struct RegistryRelease<Key: Hashable & Sendable>: @unchecked Sendable {
+    // @unchecked Sendable: moved to the loop thread whole, and used only there (the registry
+    // that owned these is gone, so nothing else touches them).
+    let core: RegistryCore
+    let slots: [Key: TaskRecord<Key>]
+    let phaseStreams: PhaseStreams<Key>
+
+    func run() {
+        guard !core.isShutDown else { return }
+        core.beginShutdown()
+        for first in slots.values {
+            var next: AnyTaskRecord? = first
+            while let record = next {
+                core.remove(record, reason: .registryShutDown)
+                next = record.nextInSlot
+            }
+            core.counters.liveSlots &-= 1
+        }
+        core.closeTimers()
+        core.whenQuiesced { [phaseStreams] in phaseStreams.finishAll() }
+    }
+}
