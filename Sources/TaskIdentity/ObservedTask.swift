@@ -113,6 +113,11 @@ extension TaskRegistry {
                 return .task({ context in
                     try await ObservedRun.$current.withValue(run) { try await action(context) }
                 })
+            case .keyedTask(let keyed):
+                let action = KeyedAction<Key>.of(keyed).action
+                return .task({ context in
+                    try await ObservedRun.$current.withValue(run) { try await action(key, context) }
+                })
             case .synchronous(let action):
                 // A task-local binding, not `SynchronousCause`: a task the action creates inherits
                 // it. (Not on the hot path: the thread word is for identity evaluations.)

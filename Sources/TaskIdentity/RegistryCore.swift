@@ -123,7 +123,7 @@ final class RegistryCore: @unchecked Sendable {
         var throttleReadyAt: UInt64 = 0
         var now = given ?? 0
         if options.throttleNanoseconds > 0, let state = throttles[ObjectIdentifier(record)] {
-            throttleReadyAt = saturatingAdd(state.lastStart, options.throttleNanoseconds)
+            throttleReadyAt = LoopInstant.nanoseconds(state.lastStart, plus: options.throttleNanoseconds)
             if given == nil { now = unretainedLoop.now.nanoseconds }
         }
         return TaskStateMachine.StartGate(policy: options.values.policy, throttleReadyAt: throttleReadyAt, now: now)
@@ -237,7 +237,7 @@ final class RegistryCore: @unchecked Sendable {
     private func start(_ record: AnyTaskRecord) {
         let kind: TaskStateMachine.RunKind
         switch record.pendingAction {
-        case .task?: kind = .task
+        case .task?, .keyedTask?: kind = .task
         case .synchronous?: kind = record.options.synchronousQueue == nil ? .synchronousNow : .synchronousDelayed
         case nil: kind = .task  // nothing pending: the machine skips it
         }
@@ -251,9 +251,11 @@ final class RegistryCore: @unchecked Sendable {
         switch body {
         case .task(let action):
             startTask(record, generation: generation, action)
+        case .keyedTask(let action):
+            startKeyedTask(record, generation: generation, action)
         case .synchronous(let action):
             if let queue = record.options.synchronousQueue {
-                let deadline = saturatingAdd(unretainedLoop.now.nanoseconds, queue.delayNanoseconds)
+                let deadline = LoopInstant.nanoseconds(unretainedLoop.now.nanoseconds, plus: queue.delayNanoseconds)
                 queue.push(
                     SynchronousRunEntry(
                         record: record, generation: generation, deadline: deadline, action: action,
@@ -279,10 +281,12 @@ final class RegistryCore: @unchecked Sendable {
             record.runningTask = RunTask(executorPreference: loop, priority: record.options.priority) {
                 () async throws -> Void in
                 var failure: (any Error)?
-                // The action is `nonisolated(nonsending)`: it runs right here, on the loop. The
-                // run's marker goes with it to its child tasks (`shutdown()` reads it).
+                // The action is `nonisolated(nonsending)`: it runs right here, on the loop, with
+                // the run's marker bound for it and its child tasks (`shutdown()` reads it).
                 do {
-                    try await CurrentRun.$marker.withValue(CurrentRun(record: context.run, generation: context.generation)) {
+                    try await CurrentRun.$marker.withValue(
+                        CurrentRun(record: context.run, generation: context.generation)
+                    ) {
                         try await action(context)
                     }
                 } catch {
@@ -290,6 +294,20 @@ final class RegistryCore: @unchecked Sendable {
                 }
                 context.run.core.runEnded(context.run, generation: context.generation, failure: failure)
             }
+        }
+        pushProgressEntry(record, generation: generation)
+    }
+
+    /// `startTask` for a template's action, which takes the slot's key: on the loop, the
+    /// record (which knows its key's type) makes the task.
+    private func startKeyedTask(_ record: AnyTaskRecord, generation: UInt64, _ action: any KeyedTaskAction) {
+        let context = TaskContext(run: record, generation: generation, id: record.identity)
+        if let executor = record.options.values.executor.taskExecutor, executor !== loop {
+            record.runningTask = startOffLoop(record, generation: generation, on: executor, context) { context in
+                try await context.run.callKeyed(action, context)
+            }
+        } else {
+            record.runningTask = record.makeKeyedRunTask(action, context)
         }
         pushProgressEntry(record, generation: generation)
     }
@@ -323,7 +341,7 @@ final class RegistryCore: @unchecked Sendable {
 
     private func pushProgressEntry(_ record: AnyTaskRecord, generation: UInt64) {
         guard let queue = record.options.progressQueue else { return }
-        let deadline = saturatingAdd(unretainedLoop.now.nanoseconds, queue.delayNanoseconds)
+        let deadline = LoopInstant.nanoseconds(unretainedLoop.now.nanoseconds, plus: queue.delayNanoseconds)
         queue.push(ProgressEntry(record: record, generation: generation, deadline: deadline))
     }
 
@@ -379,7 +397,7 @@ final class RegistryCore: @unchecked Sendable {
 
     /// A run has ended (on the loop thread): its Swift task returned, or its synchronous action
     /// was called.
-    private func runEnded(_ record: AnyTaskRecord, generation: UInt64, failure: (any Error)?) {
+    func runEnded(_ record: AnyTaskRecord, generation: UInt64, failure: (any Error)?) {
         // Off the loop thread only after the loop shut down: the loop's remaining jobs and the
         // door's then run one at a time on the threads that enqueue them.
         assert(unretainedLoop.inLoop || isShutDown, "BUG DETECTED: a run ended off its registry's loop thread")

@@ -1,3 +1,5 @@
+import UVLoop
+
 /// The one error type of the registry: a stable `code` to match on, and a `detail` that says
 /// what the code alone does not (which option was negative, and its value).
 ///
@@ -18,6 +20,7 @@ public struct RegistryError: Error, Hashable, Sendable, CustomStringConvertible 
             case invalidDuration
             case calledOffLoopThread
             case invalidObservationDepth
+            case loopFailed
         }
         private let base: Base
 
@@ -37,6 +40,9 @@ public struct RegistryError: Error, Hashable, Sendable, CustomStringConvertible 
         public static let calledOffLoopThread = Code(base: .calledOffLoopThread)
         /// `maxObservationDepth` was below 1.
         public static let invalidObservationDepth = Code(base: .invalidObservationDepth)
+        /// The loop could not take the call for a reason other than its shutdown (a libuv
+        /// failure): `loopError` says which.
+        public static let loopFailed = Code(base: .loopFailed)
 
         /// The code's name, such as `shutDown`.
         public var description: String {
@@ -47,6 +53,7 @@ public struct RegistryError: Error, Hashable, Sendable, CustomStringConvertible 
             case .invalidDuration: return "invalidDuration"
             case .calledOffLoopThread: return "calledOffLoopThread"
             case .invalidObservationDepth: return "invalidObservationDepth"
+            case .loopFailed: return "loopFailed"
             }
         }
     }
@@ -56,13 +63,46 @@ public struct RegistryError: Error, Hashable, Sendable, CustomStringConvertible 
     /// What the code alone does not say (empty when nothing): for `invalidDuration`, the
     /// option and its value.
     public let detail: String
+    /// The loop's error behind this one, when the loop refused or failed the call (a
+    /// `shutDown` from a loop that has shut down, every `loopFailed`). Not compared: two
+    /// errors are equal when their codes and details are, so `#expect(throws:
+    /// RegistryError.shutDown)` matches whatever the cause.
+    public let loopError: LoopError?
 
     /// Creates an error; the library creates these, users normally only match on them.
     ///
     /// May be called from any thread.
-    public init(_ code: Code, detail: String = "") {
+    public init(_ code: Code, detail: String = "", loopError: LoopError? = nil) {
         self.code = code
         self.detail = detail
+        self.loopError = loopError
+    }
+
+    /// The registry's error for a call its loop refused or failed, keeping the loop's error.
+    ///
+    /// May be called from any thread.
+    init(loopRefused error: LoopError) {
+        switch error.code {
+        case .shutDown, .handleClosed: self.init(.shutDown, loopError: error)
+        case .notStarted: self.init(.loopNotStarted, loopError: error)
+        case .calledOffLoopThread: self.init(.calledOffLoopThread, loopError: error)
+        default: self.init(.loopFailed, detail: "the loop failed the call: \(error)", loopError: error)
+        }
+    }
+
+    /// Equal when the codes and details are (`loopError` is not compared).
+    ///
+    /// May be called from any thread.
+    public static func == (lhs: RegistryError, rhs: RegistryError) -> Bool {
+        lhs.code == rhs.code && lhs.detail == rhs.detail
+    }
+
+    /// Hashes the code and the detail, as `==` compares them.
+    ///
+    /// May be called from any thread.
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(code)
+        hasher.combine(detail)
     }
 
     /// `RegistryError(.shutDown)`.
@@ -88,8 +128,13 @@ public struct RegistryError: Error, Hashable, Sendable, CustomStringConvertible 
         RegistryError(.invalidObservationDepth, detail: "maxObservationDepth must be at least 1 (got \(value))")
     }
 
-    /// A one-line explanation.
+    /// A one-line explanation (with the loop's error, when there is one).
     public var description: String {
+        guard let loopError, detail.isEmpty else { return plainDescription }
+        return "\(plainDescription) (\(loopError))"
+    }
+
+    private var plainDescription: String {
         if !detail.isEmpty { return detail }
         switch code {
         case .shutDown: return "the task registry has shut down"

@@ -113,7 +113,9 @@
         ///
         /// - Throws: `RegistryError.calledOffLoopThread` off the loop thread;
         ///   `RegistryError.invalidDuration` for an interval that is not positive;
-        ///   `RegistryError.shutDown` when the loop refuses a timer.
+        ///   `RegistryError.shutDown` when the loop has shut down and refuses a timer, and
+        ///   `.loopFailed` when libuv fails to create one (each keeps the loop's error in
+        ///   `loopError`).
         /// - Note: Loop thread only (its timer lives there).
         public func exportMetrics(
             prefix: String = "taskidentity", dimensions: [(String, String)] = [],
@@ -126,7 +128,7 @@
                     registry: self, read: { [weak self] in self?.core.counters }, loop: loop, prefix: prefix,
                     dimensions: dimensions, factory: factory, interval: interval)
             } catch {
-                throw .shutDown
+                throw RegistryError(loopRefused: error)
             }
         }
     }

@@ -50,7 +50,7 @@ public final class ShardedTaskRegistry<Key: Hashable & Sendable>: Sendable {
     /// - Parameters:
     ///   - loops: one loop per shard.
     ///   - shardHash: the hash that places a key: shard `hash % loops.count`, the hash taken as
-    ///     unsigned (`shardIndex(forHash:shardCount:)`). Nil (the default) uses `hashValue`,
+    ///     unsigned (`UVLoopGroup.shardIndex(forHash:shardCount:)`). Nil (the default) uses `hashValue`,
     ///     which Swift seeds per process; give a hash of your own for a placement that is the
     ///     same in every process (a user's shard named in a log), or one you choose (`{ $0 }`
     ///     puts a non-negative integer key `k` on shard `k % loops.count`). Called on every
@@ -70,7 +70,7 @@ public final class ShardedTaskRegistry<Key: Hashable & Sendable>: Sendable {
     public func shardIndex(for key: Key) -> Int {
         let count = shards.count
         if count == 1 { return 0 }
-        return shardPlacing(hash: shardHash?(key) ?? key.hashValue, shardCount: count)
+        return UVLoopGroup.shardIndex(forHash: shardHash?(key) ?? key.hashValue, shardCount: count)
     }
 
     /// The shard that owns `key`.
@@ -221,11 +221,4 @@ public final class ShardedTaskRegistry<Key: Hashable & Sendable>: Sendable {
         startShutdown()
         for shard in shards { await shard.shutdown() }
     }
-}
-
-/// `shardIndex(forHash:shardCount:)` under a name that the member `shardIndex(for:)` does not
-/// shadow: the one mapping from hash to shard, shared with `UVLoopGroup.loop(forHash:)`.
-@inlinable
-func shardPlacing(hash: Int, shardCount: Int) -> Int {
-    shardIndex(forHash: hash, shardCount: shardCount)
 }

@@ -17,5 +17,29 @@ public typealias SynchronousTaskAction = @Sendable (TaskContext) throws -> Void
 @usableFromInline
 enum RunBody: Sendable {
     case task(TaskAction)
+    /// A template's action, which takes the slot's key: the run's task calls it directly with
+    /// its record's key (`TaskRecord.makeKeyedRunTask`), so that no closure adapts it (an
+    /// adapting closure costs two task-allocator frames and an executor switch per run).
+    case keyedTask(any KeyedTaskAction)
     case synchronous(SynchronousTaskAction)
+}
+
+/// A `KeyedAction<Key>` with its key type erased, for `RunBody`.
+@usableFromInline
+protocol KeyedTaskAction: AnyObject, Sendable {}
+
+/// The action of a `TaskTemplate<Key>`. Immutable; may be used on any thread.
+final class KeyedAction<Key>: KeyedTaskAction {
+    let action: nonisolated(nonsending) @Sendable (Key, TaskContext) async throws -> Void
+
+    init(_ action: nonisolated(nonsending) @escaping @Sendable (Key, TaskContext) async throws -> Void) {
+        self.action = action
+    }
+
+    /// `keyed` as the action of a template for `Key`.
+    static func of(_ keyed: any KeyedTaskAction) -> KeyedAction<Key> {
+        // unsafeDowncast: a template for `Key` is declared only on a `TaskRegistry<Key>` (the
+        // types say so), so the keyed actions of its records are `KeyedAction<Key>`s.
+        unsafeDowncast(keyed, to: KeyedAction<Key>.self)
+    }
 }

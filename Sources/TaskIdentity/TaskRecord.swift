@@ -71,6 +71,17 @@ class AnyTaskRecord: @unchecked Sendable {
     /// The last run of this removed task ended; overridden by the keyed record, whose registry
     /// then forgets it as the predecessor of a re-declared task.
     func drained() {}
+
+    /// The Swift task of a run of a template's action on the loop; made by the keyed record,
+    /// which knows its key's type.
+    func makeKeyedRunTask(_ action: any KeyedTaskAction, _ context: TaskContext) -> RunTask {
+        preconditionFailure("BUG DETECTED: a keyed action declared on a record without a key")
+    }
+
+    /// Calls a template's action with this record's key (off the loop, where a closure adapts it).
+    func callKeyed(_ action: any KeyedTaskAction, _ context: TaskContext) async throws {
+        preconditionFailure("BUG DETECTED: a keyed action declared on a record without a key")
+    }
 }
 
 /// A record that knows its slot's key, for observers.
@@ -88,7 +99,32 @@ final class TaskRecord<Key: Hashable & Sendable>: AnyTaskRecord, @unchecked Send
         // Reaching the streams through the core keeps a pointer out of every record.
         // unsafeDowncast: a record's core belongs to a registry of the record's key type, whose
         // streams are `PhaseStreams<Key>`.
-        unsafeDowncast(core.phaseStreams, to: PhaseStreams<Key>.self).publish(self, generation: generation, phase: phase)
+        unsafeDowncast(core.phaseStreams, to: PhaseStreams<Key>.self).publish(
+            self, generation: generation, phase: phase)
+    }
+
+    override func makeKeyedRunTask(_ keyed: any KeyedTaskAction, _ context: TaskContext) -> RunTask {
+        let action = KeyedAction<Key>.of(keyed).action
+        let key = self.key
+        // As `RegistryCore.startTask`'s task, with the key passed straight to the action.
+        return RunTask(executorPreference: loop, priority: options.priority) { () async throws -> Void in
+            var failure: (any Error)?
+            // The action is `nonisolated(nonsending)`: it runs right here, on the loop, with
+            // the run's marker bound for it and its child tasks (`shutdown()` reads it).
+            do {
+                try await CurrentRun.$marker.withValue(CurrentRun(record: context.run, generation: context.generation))
+                {
+                    try await action(key, context)
+                }
+            } catch {
+                failure = error
+            }
+            context.run.core.runEnded(context.run, generation: context.generation, failure: failure)
+        }
+    }
+
+    override func callKeyed(_ keyed: any KeyedTaskAction, _ context: TaskContext) async throws {
+        try await KeyedAction<Key>.of(keyed).action(key, context)
     }
 
     override func drained() {

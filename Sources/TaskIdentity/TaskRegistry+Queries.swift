@@ -120,7 +120,8 @@ extension TaskRegistry {
         try await onLoop { [self] in self.core.counters }
     }
 
-    /// Runs `body` on the loop thread and returns its result, translating the loop's refusal.
+    /// Runs `body` on the loop thread and returns its result, translating the loop's refusal
+    /// (its `LoopError` stays in the thrown error's `loopError`).
     private func onLoop<Result: Sendable>(_ body: @escaping @Sendable () -> Result) async throws(RegistryError)
         -> Result
     {
@@ -128,8 +129,10 @@ extension TaskRegistry {
         guard loop.hasStarted else { throw .loopNotStarted }
         do {
             return try await loop.submit(body)
+        } catch let error as LoopError {
+            throw RegistryError(loopRefused: error)  // `body` throws nothing: the loop refused it
         } catch {
-            throw .shutDown  // `submit` fails only when the loop refuses work: it has shut down
+            preconditionFailure("BUG DETECTED: a non-throwing body threw \(error)")
         }
     }
 }

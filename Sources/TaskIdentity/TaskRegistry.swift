@@ -265,7 +265,6 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
         }
     }
 
-
     @usableFromInline
     func applyRemove(_ key: Key, reason: CancellationReason) {
         guard let first = slots.removeValue(forKey: key) else { return }

@@ -213,7 +213,7 @@ struct TaskStateMachine: Sendable, CustomStringConvertible {
         if gate.policy != .keepRunning { cancelRun(reason: .identityChanged, into: &effects, counters: &counters) }
         if debounce > 0 {
             pending = .debouncing
-            debounceDeadline = saturatingAdd(gate.now, debounce)
+            debounceDeadline = LoopInstant.nanoseconds(gate.now, plus: debounce)
             phase = .waiting
             effects.next = .waitForDebounce(deadline: debounceDeadline)
             effects.waiting = PhaseChange(generation: generation, phase: .waiting)

@@ -48,10 +48,8 @@ public final class TaskTemplate<Key: Hashable & Sendable>: Sendable {
         self.values = try TaskOptions.Values(
             priority: priority, policy: policy, debounce: debounce, throttle: throttle, progressDelay: progressDelay,
             executor: executor)
-        // One closure for every declaration: the key comes from the run's own record.
-        self.body = .task({ context in
-            try await action(unsafeDowncast(context.run, to: TaskRecord<Key>.self).key, context)
-        })
+        // The run's task calls the action with its own record's key.
+        self.body = .keyedTask(KeyedAction<Key>(action))
     }
 
     private init(name: TaskName, values: TaskOptions.Values, body: RunBody) {

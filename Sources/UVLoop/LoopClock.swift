@@ -12,14 +12,29 @@ public struct LoopInstant: InstantProtocol, Hashable, Sendable, CustomStringConv
     public init(nanoseconds: UInt64) { self.nanoseconds = nanoseconds }
 
     /// The instant `duration` later (or earlier, for a negative duration), clamped to the
-    /// representable range instead of overflowing (see `saturatingAdd(_:_:)`).
+    /// representable range instead of overflowing (see `nanoseconds(_:plus:)`).
     public func advanced(by duration: Duration) -> LoopInstant {
         let delta = duration.clampedNanoseconds
         if delta >= 0 {
-            return LoopInstant(nanoseconds: saturatingAdd(nanoseconds, UInt64(delta)))
+            return LoopInstant(nanoseconds: Self.nanoseconds(nanoseconds, plus: UInt64(delta)))
         }
         let magnitude = delta.magnitude
         return LoopInstant(nanoseconds: nanoseconds > magnitude ? nanoseconds - magnitude : 0)
+    }
+
+    /// `value + delta` nanoseconds, or `UInt64.max` where the sum would overflow.
+    ///
+    /// Deadline arithmetic uses it instead of `&+`: near the end of a clock's range a wrapped
+    /// sum lands in the past, so a timer or sleep meant for later would fire at once.
+    /// Saturating at `UInt64.max` means "at the end of time", which is never early. The
+    /// registry's deadlines use it on their hot paths (hence `@inlinable`: a compare and a
+    /// select).
+    ///
+    /// May be called from any thread.
+    @inlinable @inline(__always)
+    package static func nanoseconds(_ value: UInt64, plus delta: UInt64) -> UInt64 {
+        let (sum, overflow) = value.addingReportingOverflow(delta)
+        return overflow ? .max : sum
     }
 
     /// The duration from this instant to `other` (negative if `other` is earlier).

@@ -51,7 +51,23 @@ public final class UVLoopGroup: Sendable {
 
     /// The loop for a hash value: the same hash always maps to the same loop.
     public func loop(forHash hash: Int) -> UVLoop {
-        loops[shardIndex(forHash: hash, shardCount: loops.count)]
+        loops[Self.shardIndex(forHash: hash, shardCount: loops.count)]
+    }
+
+    /// The index, in `0..<shardCount`, of the shard that owns a key with hash value `hash`:
+    /// the one mapping from hash to shard used by `loop(forHash:)`, the sharded registry and
+    /// the server, so that a key always lands on the same loop whichever of them places it.
+    ///
+    /// The hash is taken as an unsigned bit pattern, so negative hashes map like any other.
+    /// Within one process run only: Swift seeds `hashValue` per process.
+    ///
+    /// May be called from any thread.
+    /// - Parameters:
+    ///   - hash: the key's `hashValue`.
+    ///   - shardCount: the number of shards; must be at least 1.
+    @inlinable
+    public static func shardIndex(forHash hash: Int, shardCount: Int) -> Int {
+        Int(UInt(bitPattern: hash) % UInt(shardCount))
     }
 
     /// Shuts every loop down and waits for their threads.

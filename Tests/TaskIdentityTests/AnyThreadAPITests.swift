@@ -115,6 +115,31 @@ struct AnyThreadAPITests {
         #expect(RegistryError.overloaded.description.contains("flush"))
         #expect(RegistryError.loopNotStarted.code.description == "loopNotStarted")
         #expect(RegistryError(.shutDown) == .shutDown)
+        // The loop's error is kept, and says why, but is not compared.
+        let refused = RegistryError(loopRefused: LoopError(.shutDown, operation: "execute"))
+        #expect(refused == .shutDown)
+        #expect(refused.loopError?.code == .shutDown)
+        #expect(refused.description.hasPrefix("the task registry has shut down ("))
+        let failed = RegistryError(loopRefused: LoopError(.libuv(-22), operation: "uv_async_send"))
+        #expect(failed.code == .loopFailed)
+        #expect(failed.loopError?.code == .libuv(-22))
+        #expect(Set([refused, RegistryError.shutDown]).count == 1)
+    }
+
+    /// A query from another thread after the loop shut down throws `shutDown`, with the loop's
+    /// refusal as its cause.
+    @Test func aQueryTheLoopRefusesKeepsTheLoopsError() async throws {
+        let loop = UVLoop(name: "refusing")
+        try loop.start()
+        let registry = TaskRegistry<Int>(loop: loop)
+        await loop.shutdown()
+        do {
+            _ = try await registry.snapshot(of: 1)
+            Issue.record("a snapshot after the loop's shutdown answered")
+        } catch {
+            #expect(error == .shutDown)
+            #expect(error.loopError?.code == .shutDown)
+        }
     }
 }
 

@@ -7,10 +7,10 @@ struct EndOfClockRangeTests {
     static let nearTheEnd = LoopInstant(nanoseconds: UInt64.max - 5)
 
     @Test func saturatingAddClampsAtTheEndOfTheRange() {
-        #expect(saturatingAdd(1, 2) == 3)
-        #expect(saturatingAdd(UInt64.max - 5, 5) == UInt64.max)
-        #expect(saturatingAdd(UInt64.max - 5, 10_000_000_000) == UInt64.max)
-        #expect(saturatingAdd(UInt64.max, UInt64.max) == UInt64.max)
+        #expect(LoopInstant.nanoseconds(1, plus: 2) == 3)
+        #expect(LoopInstant.nanoseconds(UInt64.max - 5, plus: 5) == UInt64.max)
+        #expect(LoopInstant.nanoseconds(UInt64.max - 5, plus: 10_000_000_000) == UInt64.max)
+        #expect(LoopInstant.nanoseconds(UInt64.max, plus: UInt64.max) == UInt64.max)
     }
 
     @Test func aTimerForLaterDoesNotFireEarlyNearTheEnd() throws {

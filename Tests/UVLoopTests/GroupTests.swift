@@ -25,15 +25,15 @@ struct GroupTests {
     }
 
     @Test func shardIndexIsInRangeForEveryHashAndTheGroupUsesIt() async throws {
-        #expect(shardIndex(forHash: -1, shardCount: 3) == Int(UInt.max % 3))
-        #expect(shardIndex(forHash: Int.min, shardCount: 5) == Int((UInt(Int.max) + 1) % 5))
-        #expect(shardIndex(forHash: 12_345, shardCount: 1) == 0)
+        #expect(UVLoopGroup.shardIndex(forHash: -1, shardCount: 3) == Int(UInt.max % 3))
+        #expect(UVLoopGroup.shardIndex(forHash: Int.min, shardCount: 5) == Int((UInt(Int.max) + 1) % 5))
+        #expect(UVLoopGroup.shardIndex(forHash: 12_345, shardCount: 1) == 0)
         for hash in [Int.min, -7, -1, 0, 1, 7, Int.max] {
-            #expect((0..<4).contains(shardIndex(forHash: hash, shardCount: 4)))
+            #expect((0..<4).contains(UVLoopGroup.shardIndex(forHash: hash, shardCount: 4)))
         }
         let group = try UVLoopGroup(loops: 3)
         for hash in [-5, 0, 1, 2, 99] {
-            #expect(group.loop(forHash: hash) === group.loops[shardIndex(forHash: hash, shardCount: 3)])
+            #expect(group.loop(forHash: hash) === group.loops[UVLoopGroup.shardIndex(forHash: hash, shardCount: 3)])
         }
         try group.syncShutdown()
     }
