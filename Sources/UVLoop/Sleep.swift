@@ -17,7 +17,8 @@ final class SleepRequest: DeadlineHeapNode, @unchecked Sendable {
 /// One timer for all sleeps rather than a libuv handle per sleep: a sleep then costs one small
 /// object and a heap insertion, with no handle to initialise and close (profiled: a server
 /// whose every request starts a sleeping task spent most of its time there). The timer is still
-/// a libuv timer, with its guarantees: never early, millisecond resolution.
+/// the loop's own (a libuv timer on `UVLoop`, a virtual one on `TestLoop`, a scheduled task on
+/// `NIOTaskLoop`), with its guarantees: never early, and on `UVLoop` millisecond resolution.
 ///
 /// Shared by `UVLoop`, `TestLoop` and, in its own module, `NIOTaskLoop` (package access): each
 /// owns one and sleeps through `SleepOperation`.
