@@ -1,5 +1,7 @@
 import CLibUV
 
+/// A socket's writing: `write` (through a request, awaited), `send` (at once, the rest queued),
+/// `flush`, and the end of the stream (`shutdownWriting`). Loop thread only.
 extension TCPSocket {
     /// Writes `bytes` through a write request and waits for libuv's callback.
     func write(_ bytes: [UInt8]) async throws {
@@ -143,6 +145,8 @@ final class TCPWrite {
         request.pointee.data = Unmanaged.passUnretained(self).toOpaque()
     }
 
+    /// Frees the request and the bytes, in libuv's write callback (or when `uv_write` refused
+    /// them). Loop thread only.
     func release() {
         request.deallocate()
         bytes.deallocate()
