@@ -15,6 +15,8 @@ let package = Package(
     products: [
         .library(name: "UVLoop", targets: ["UVLoop"]),
         .library(name: "TaskIdentity", targets: ["TaskIdentity"]),
+        // Empty without the `NIO` trait.
+        .library(name: "TaskLoopNIO", targets: ["TaskLoopNIO"]),
     ],
     traits: [
         .trait(name: "Logging", description: "A swift-log Logger on UVLoop and TaskRegistry for what they would otherwise swallow."),
@@ -22,7 +24,11 @@ let package = Package(
         .trait(
             name: "ServiceLifecycle",
             description: "UVLoopGroup and TaskRegistry as swift-service-lifecycle Services."),
-        .trait(name: "NIO", description: "NIOTaskLoop: a TaskLoop on a SwiftNIO EventLoop, for registries on a NIO server's own loops."),
+        .trait(
+            name: "NIO",
+            description:
+                "The TaskLoopNIO module's NIOTaskLoop: a TaskLoop on a SwiftNIO EventLoop, for registries on a NIO server's own loops."
+        ),
         .default(enabledTraits: []),
     ],
     dependencies: [
@@ -60,16 +66,34 @@ let package = Package(
                 .product(
                     name: "ServiceLifecycle", package: "swift-service-lifecycle",
                     condition: .when(traits: ["ServiceLifecycle"])),
+            ]
+        ),
+        // The SwiftNIO adaptor: a module of its own, so that neither the loop nor the registry
+        // module knows NIO. Its sources are behind `#if NIO`, so without the trait it is empty
+        // and swift-nio is not resolved.
+        .target(
+            name: "TaskLoopNIO",
+            dependencies: [
+                "UVLoop",
                 .product(name: "NIOCore", package: "swift-nio", condition: .when(traits: ["NIO"])),
             ]
         ),
         .testTarget(name: "UVLoopTests", dependencies: ["UVLoop", "CLibUV"]),
         .testTarget(name: "TaskIdentityTests", dependencies: ["TaskIdentity", "UVLoop"]),
+        // Run with the `NIO` trait on (scripts/test turns every trait on); without it, it is empty.
+        .testTarget(
+            name: "TaskLoopNIOTests",
+            dependencies: [
+                "TaskLoopNIO", "TaskIdentity", "UVLoop",
+                .product(name: "NIOCore", package: "swift-nio", condition: .when(traits: ["NIO"])),
+                .product(name: "NIOPosix", package: "swift-nio", condition: .when(traits: ["NIO"])),
+            ]
+        ),
         // Run with every trait on (scripts/test-integrations); without the traits it is empty.
         .testTarget(
             name: "IntegrationTests",
             dependencies: [
-                "TaskIdentity", "UVLoop", "CLibUV",
+                "TaskIdentity", "UVLoop", "CLibUV", "TaskLoopNIO",
                 .product(name: "Logging", package: "swift-log", condition: .when(traits: ["Logging"])),
                 .product(name: "MetricsTestKit", package: "swift-metrics", condition: .when(traits: ["Metrics"])),
                 .product(

@@ -2,7 +2,8 @@
 import PackageDescription
 
 // A search-as-you-type web service on Hummingbird 2, with the task registry running on
-// Hummingbird's own SwiftNIO event loops (TaskIdentity's `NIO` trait: `NIOTaskLoop`).
+// Hummingbird's own SwiftNIO event loops (`NIOTaskLoop`, TaskIdentity's `TaskLoopNIO` product,
+// which the `NIO` trait fills).
 // A nested package, so that Hummingbird never enters the library's dependency graph.
 let package = Package(
     name: "search-service",
@@ -18,6 +19,7 @@ let package = Package(
             dependencies: [
                 .product(name: "TaskIdentity", package: "TaskIdentity"),
                 .product(name: "UVLoop", package: "TaskIdentity"),
+                .product(name: "TaskLoopNIO", package: "TaskIdentity"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

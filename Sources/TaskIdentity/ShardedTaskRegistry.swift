@@ -4,8 +4,8 @@ import UVLoop
 /// `TaskRegistry`), chosen from the key's hash, so that slots use every core while each slot
 /// keeps the single-thread semantics of `TaskRegistry`.
 ///
-/// Over a `UVLoopGroup`, or over any loops (`init(loops:)`): libuv loops, `NIOTaskLoop`s on a
-/// NIO server's own event loops, test loops. Declarations and controls go to the key's shard
+/// Over a `UVLoopGroup`, or over any loops (`init(loops:)`): libuv loops, `NIOTaskLoop`s (module
+/// `TaskLoopNIO`) on a NIO server's own event loops, test loops. Declarations and controls go to the key's shard
 /// from any thread; everything else a shard answers only on its own loop thread, and
 /// `onShard(for:_:)` runs code there:
 ///
@@ -43,8 +43,8 @@ public final class ShardedTaskRegistry<Key: Hashable & Sendable>: Sendable {
     }
 
     /// Creates one shard per loop of `loops` (libuv loops, a NIO application's own event loops
-    /// through `NIOTaskLoop`, or test loops), in that order. `loops` must not be empty (a
-    /// programming error: it traps).
+    /// through `NIOTaskLoop` of the `TaskLoopNIO` module, or test loops), in that order.
+    /// `loops` must not be empty (a programming error: it traps).
     ///
     /// May be called from any thread.
     /// - Parameters:

@@ -3,7 +3,7 @@ import CLibUV
 /// Calls a closure on the loop thread when the process receives a signal (`uv_signal_t`), for
 /// graceful shutdown on SIGINT/SIGTERM. Create it with `UVLoop.watchSignal(_:_:)`.
 ///
-/// Loop thread only. The loop's shutdown closes it.
+/// Loop thread only (checked per call). The loop's shutdown closes it.
 ///
 /// Unchecked `Sendable`: loop-thread-only state; Sendable so tasks on the loop can hold it across awaits.
 public final class SignalWatcher: @unchecked Sendable {
@@ -12,26 +12,18 @@ public final class SignalWatcher: @unchecked Sendable {
     private var handle: UnsafeMutablePointer<uv_signal_t>?
     private let onSignal: (Int32) -> Void
 
+    /// - Throws: `LoopError` `.calledOffLoopThread`, `.shutDown` (naming `UVLoop.watchSignal`)
+    ///   or libuv's error.
     init(loop: UVLoop, signal: Int32, onSignal: @escaping (Int32) -> Void) throws(LoopError) {
         self.loop = loop
         self.onSignal = onSignal
-        // Freed in the close callback (or just below if init fails), never before libuv lets go.
-        let handle = UnsafeMutablePointer<uv_signal_t>.allocate(capacity: 1)
-        let result = uv_signal_init(loop.uvLoop, handle)
-        if result < 0 {
-            handle.deallocate()
-            throw LoopError(.libuv(result), operation: "uv_signal_init")
-        }
+        let handle = try UVHandle.open(uv_signal_t.self, on: loop, operation: "UVLoop.watchSignal")
         self.handle = handle
-        // Unretained: close() (also run by deinit) clears `data` before the watcher goes away.
-        handle.pointee.data = Unmanaged.passUnretained(self).toOpaque()
-        loop.handleOpened()
+        UVHandle.attach(self, to: handle)
         let started = uv_signal_start(
             handle,
             { handle, signal in
-                guard let data = handle?.pointee.data else { return }
-                // `data` is set only while the watcher is alive (close() clears it).
-                Unmanaged<SignalWatcher>.fromOpaque(data).takeUnretainedValue().onSignal(signal)
+                UVHandle.owner(SignalWatcher.self, of: handle!.pointee.data)?.onSignal(signal)
             }, signal)
         if started < 0 {
             close()
@@ -41,26 +33,15 @@ public final class SignalWatcher: @unchecked Sendable {
 
     deinit { close() }
 
-    /// Stops watching and closes the handle. Idempotent. Loop thread only.
+    /// Stops watching and closes the handle. Idempotent.
+    ///
+    /// - Note: Loop thread only (checked: traps elsewhere while the watcher is open; once closed
+    ///   it does nothing, on any thread).
     public func close() {
         guard let handle else { return }
+        loop.preconditionInLoop()
         self.handle = nil
-        handle.pointee.data = nil
-        uv_close(
-            OpaquePointer(handle).withMemoryReboundHandle(),
-            { handle in
-                // The uv_loop_t's data is its UVLoop, which outlives every handle on it.
-                let loop = Unmanaged<UVLoop>.fromOpaque(handle!.pointee.loop.pointee.data).takeUnretainedValue()
-                handle!.withMemoryRebound(to: uv_signal_t.self, capacity: 1) { $0.deallocate() }
-                loop.handleFreed()
-            })
-    }
-}
-
-extension OpaquePointer {
-    // uv_signal_t begins with uv_handle_t (libuv's handle layout), so the cast is what libuv expects.
-    fileprivate func withMemoryReboundHandle() -> UnsafeMutablePointer<uv_handle_t> {
-        UnsafeMutablePointer<uv_handle_t>(self)
+        UVHandle.close(handle)
     }
 }
 
@@ -71,8 +52,6 @@ extension UVLoop {
     /// - Throws: `LoopError` (`.calledOffLoopThread`, `.shutDown`, or a libuv error).
     /// - Note: Loop thread only; keep the returned watcher, dropping it stops the watching.
     public func watchSignal(_ signal: Int32, _ onSignal: @escaping (Int32) -> Void) throws(LoopError) -> SignalWatcher {
-        guard inLoop else { throw LoopError(.calledOffLoopThread, operation: "UVLoop.watchSignal") }
-        guard acceptsNewHandles else { throw LoopError(.shutDown, operation: "UVLoop.watchSignal") }
-        return try SignalWatcher(loop: self, signal: signal, onSignal: onSignal)
+        try SignalWatcher(loop: self, signal: signal, onSignal: onSignal)
     }
 }

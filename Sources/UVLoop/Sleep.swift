@@ -17,12 +17,16 @@ final class SleepRequest: DeadlineHeapNode, @unchecked Sendable {
 /// One timer for all sleeps rather than a libuv handle per sleep: a sleep then costs one small
 /// object and a heap insertion, with no handle to initialise and close (profiled: a server
 /// whose every request starts a sleeping task spent most of its time there). The timer is still
-/// a libuv timer, with its guarantees: never early, millisecond resolution.
+/// the loop's own (a libuv timer on `UVLoop`, a virtual one on `TestLoop`, a scheduled task on
+/// `NIOTaskLoop`), with its guarantees: never early, and on `UVLoop` millisecond resolution.
+///
+/// Shared by `UVLoop`, `TestLoop` and, in its own module, `NIOTaskLoop` (package access): each
+/// owns one and sleeps through `SleepOperation`.
 ///
 /// Loop thread only.
 ///
 /// Unchecked `Sendable`: loop-thread only; the loops that own it are Sendable.
-final class SleepScheduler: @unchecked Sendable {
+package final class SleepScheduler: @unchecked Sendable {
     // @exclusivity(unchecked), these five: loop-thread only and never accessed overlapping; no dynamic check per sleep.
     @exclusivity(unchecked) private var heap = DeadlineHeap<SleepRequest>()
     @exclusivity(unchecked) private var timer: (any LoopTimer)?
@@ -32,8 +36,11 @@ final class SleepScheduler: @unchecked Sendable {
     @exclusivity(unchecked) private var nextSequence: UInt64 = 0
     @exclusivity(unchecked) private var due: [SleepRequest] = []
 
-    /// Sleeps waiting now.
-    var count: Int { heap.count }
+    /// An empty table, with no timer until the first sleep. May be called from any thread.
+    package init() {}
+
+    /// Sleeps waiting now. Loop thread only.
+    package var count: Int { heap.count }
 
     /// Schedules `request`; resumes it when its deadline passes.
     /// - Throws: `LoopError` if the loop cannot make the timer (shut down).
@@ -83,8 +90,10 @@ final class SleepScheduler: @unchecked Sendable {
         due.removeAll(keepingCapacity: true)
     }
 
-    /// Wakes every sleeper with `CancellationError` and closes the timer (loop shutdown).
-    func cancelAll() {
+    /// Wakes every sleeper with `CancellationError` and closes the timer (loop shutdown); a
+    /// sleep that reaches the loop later is refused, since the loop then makes no timer.
+    /// Loop thread only.
+    package func cancelAll() {
         for request in heap.nodes { finish(request, throwing: CancellationError()) }
         timer?.close()
         timer = nil
@@ -92,9 +101,16 @@ final class SleepScheduler: @unchecked Sendable {
     }
 }
 
-/// The one implementation of `sleep(until:)` shared by `UVLoop` and `TestLoop`.
-enum SleepOperation {
-    static func sleep(on loop: some TaskLoop, scheduler: SleepScheduler, until deadline: LoopInstant) async throws {
+/// The one implementation of `sleep(until:)` shared by `UVLoop`, `TestLoop` and `NIOTaskLoop`.
+package enum SleepOperation {
+    /// Suspends the calling task until `loop`'s time reaches `deadline`, on `scheduler`'s timer.
+    ///
+    /// - Throws: `CancellationError` when the task is cancelled or the loop's shutdown wakes it;
+    ///   `LoopError` when the loop refuses the work or the timer (`.shutDown`, `.notStarted`).
+    /// - Note: May be called from any task; the scheduler is touched only on the loop thread.
+    package static func sleep(
+        on loop: some TaskLoop, scheduler: SleepScheduler, until deadline: LoopInstant
+    ) async throws {
         let request = SleepRequest(deadline: deadline.nanoseconds)
         let box = UncheckedBox(request)
         try await withTaskCancellationHandler {

@@ -1,6 +1,6 @@
 /// What `UVLoop` (real time, libuv), `TestLoop` (virtual time) and, with the `NIO` trait,
-/// `NIOTaskLoop` have in common: a task executor with a loop thread, a serial executor on the
-/// same thread, a clock and timers. Code written against `TaskLoop` (the task
+/// `NIOTaskLoop` (in the `TaskLoopNIO` module) have in common: a task executor with a loop
+/// thread, a serial executor on the same thread, a clock and timers. Code written against `TaskLoop` (the task
 /// registry, for one) runs unchanged on either, so time-dependent logic is tested without
 /// sleeping.
 ///

@@ -52,8 +52,7 @@ public final class TestLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomS
     // Loop-thread state.
     private var timers = DeadlineHeap<TestTimer>()
     private var nextStartSequence: UInt64 = 0
-    // Unretained: a timer leaves this table when it closes, at the latest in its deinit.
-    private var openTimers: [ObjectIdentifier: Unmanaged<TestTimer>] = [:]
+    private var openTimers = OpenTimers<TestTimer>()
     private var acceptsNewWork = true
     let sleepers = SleepScheduler()
 
@@ -69,7 +68,7 @@ public final class TestLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomS
     deinit {
         // Dropped without `shutdown()` (allowed for a test loop): the timers still open may
         // outlive it (their owners release them after this), and must not reach back into it.
-        for timer in openTimers.values { timer.takeUnretainedValue().detachFromDeinitialisingLoop() }
+        for timer in openTimers.snapshot { timer.detachFromDeinitialisingLoop() }
     }
 
     /// `TestLoop(now: …)`.
@@ -122,7 +121,7 @@ public final class TestLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomS
             shutdownHooks.runOnce()
             acceptsNewWork = false
             sleepers.cancelAll()
-            for timer in Array(openTimers.values) { timer.takeUnretainedValue().closeForShutdown() }
+            for timer in openTimers.snapshot { timer.closeForShutdown() }
             runQueuedWork()
             queue.withLock { $0.shutDown = true }
         }
@@ -168,8 +167,7 @@ public final class TestLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomS
         guard inLoop else { throw LoopError(.calledOffLoopThread, operation: "TestLoop.makeTimer") }
         guard acceptsNewWork else { throw LoopError(.shutDown, operation: "TestLoop.makeTimer") }
         let timer = TestTimer(loop: self, onFire: onFire)
-        // Unretained: see `openTimers`.
-        openTimers[ObjectIdentifier(timer)] = Unmanaged.passUnretained(timer)
+        openTimers.add(timer)
         return timer
     }
 
@@ -258,7 +256,7 @@ public final class TestLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomS
 
     fileprivate func forget(_ timer: TestTimer) {
         disarm(timer)
-        openTimers[ObjectIdentifier(timer)] = nil
+        openTimers.remove(timer)
     }
 }
 

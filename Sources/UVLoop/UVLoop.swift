@@ -365,9 +365,7 @@ public final class UVLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomStr
     /// - Throws: `LoopError.calledOffLoopThread`, `.shutDown`, or a libuv error.
     /// - Note: Loop thread only.
     public func makeUVTimer(_ onFire: @escaping () -> Void) throws(LoopError) -> UVTimer {
-        guard inLoop else { throw LoopError(.calledOffLoopThread, operation: "UVLoop.makeTimer") }
-        guard !hasBegunShutdown else { throw LoopError(.shutDown, operation: "UVLoop.makeTimer") }
-        return try UVTimer(loop: self, onFire: onFire)
+        try UVTimer(loop: self, onFire: onFire)
     }
 
     /// Registers a hook that runs on the loop thread when shutdown begins, or at once on the
@@ -564,12 +562,13 @@ public final class UVLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomStr
     fileprivate func closeForShutdown(_ handle: UnsafeMutablePointer<uv_handle_t>) {
         if uv_is_closing(handle) != 0 { return }
         if handle == clibuv_async_as_handle(wakeup) || handle == clibuv_idle_as_handle(idle) { return }
-        guard let owner = handle.pointee.data else { return }
+        let owner = handle.pointee.data
+        guard owner != nil else { return }
         switch handle.pointee.type {
-        // Each handle's data is its open owner (cleared when the owner closes it), of the handle's type.
-        case UV_TIMER: Unmanaged<UVTimer>.fromOpaque(owner).takeUnretainedValue().closeForShutdown()
-        case UV_TCP: Unmanaged<TCPSocket>.fromOpaque(owner).takeUnretainedValue().closeForShutdown()
-        case UV_SIGNAL: Unmanaged<SignalWatcher>.fromOpaque(owner).takeUnretainedValue().close()
+        // Each handle's owner is of the handle's type (`UVHandle.attach`).
+        case UV_TIMER: UVHandle.owner(UVTimer.self, of: owner)?.closeForShutdown()
+        case UV_TCP: UVHandle.owner(TCPSocket.self, of: owner)?.closeForShutdown()
+        case UV_SIGNAL: UVHandle.owner(SignalWatcher.self, of: owner)?.close()
         default: assertionFailure("BUG DETECTED: \(self) does not know how to close a \(handle.pointee.type) handle")
         }
     }
@@ -662,13 +661,10 @@ private let uvLoopIdleCallback: uv_idle_cb = { handle in
 }
 
 private let uvLoopCloseForShutdown: uv_walk_cb = { handle, _ in
-    // The uv_loop_t's data is its UVLoop, alive while the loop thread runs.
-    let loop = Unmanaged<UVLoop>.fromOpaque(handle!.pointee.loop.pointee.data).takeUnretainedValue()
-    loop.closeForShutdown(handle!)
+    UVHandle.loop(of: handle!.pointee.loop).closeForShutdown(handle!)
 }
 
+/// The close callback of the loop's own handles, which the loop frees itself, in deinit.
 private let uvLoopHandleClosed: uv_close_cb = { handle in
-    // The uv_loop_t's data is its UVLoop, alive while the loop thread runs.
-    let loop = Unmanaged<UVLoop>.fromOpaque(handle!.pointee.loop.pointee.data).takeUnretainedValue()
-    loop.handleFreed()
+    UVHandle.loop(of: handle!.pointee.loop).handleFreed()
 }

@@ -9,7 +9,9 @@ import CLibUV
 /// turn whose time is 16 ms or later.
 ///
 /// Loop thread only: create it with `UVLoop.makeUVTimer` and use it on that loop's thread.
-/// Dropping the last reference closes the handle.
+/// While the timer is open, every member checks that and traps elsewhere (`preconditionInLoop`);
+/// a closed timer touches no loop state, so `start` then only throws and `stop`/`close` do
+/// nothing, on any thread. Dropping the last reference closes the handle.
 public final class UVTimer: LoopTimer {
     private unowned let loop: UVLoop
     // libuv needs the handle at a stable address until its close callback frees it.
@@ -22,20 +24,14 @@ public final class UVTimer: LoopTimer {
     /// A zero-timeout start made during libuv's timer phase, waiting for that phase to end.
     private var deferredStart = false
 
+    /// - Throws: `LoopError` `.calledOffLoopThread`, `.shutDown` (naming `UVLoop.makeTimer`) or
+    ///   `uv_timer_init`'s error.
     init(loop: UVLoop, onFire: @escaping () -> Void) throws(LoopError) {
         self.loop = loop
         self.onFire = onFire
-        // Freed in the close callback (or just below if init fails).
-        let handle = UnsafeMutablePointer<uv_timer_t>.allocate(capacity: 1)
-        let result = uv_timer_init(loop.uvLoop, handle)
-        if result < 0 {
-            handle.deallocate()
-            throw LoopError(.libuv(result), operation: "uv_timer_init")
-        }
+        let handle = try UVHandle.open(uv_timer_t.self, on: loop, operation: "UVLoop.makeTimer")
         self.handle = handle
-        // Unretained: close() (also run by deinit) clears `data` before the timer goes away.
-        handle.pointee.data = Unmanaged.passUnretained(self).toOpaque()
-        loop.handleOpened()
+        UVHandle.attach(self, to: handle)
     }
 
     deinit {
@@ -45,7 +41,7 @@ public final class UVTimer: LoopTimer {
     /// Arms the timer `delay` from now (`uv_hrtime`), re-arming it if it is running.
     ///
     /// - Throws: `LoopError.handleClosed` after `close()`, `.shutDown` after the loop's shutdown.
-    /// - Note: Loop thread only.
+    /// - Note: Loop thread only (checked: traps elsewhere while the timer is open).
     @inline(__always)
     public func start(after delay: Duration) throws(LoopError) {
         let now = uv_hrtime()
@@ -55,7 +51,7 @@ public final class UVTimer: LoopTimer {
     /// Arms the timer for `deadline`, never firing before it; re-arms it if it is running.
     ///
     /// - Throws: `LoopError.handleClosed` after `close()`, `.shutDown` after the loop's shutdown.
-    /// - Note: Loop thread only.
+    /// - Note: Loop thread only (checked: traps elsewhere while the timer is open).
     public func start(at deadline: LoopInstant) throws(LoopError) {
         try arm(deadline: deadline.nanoseconds, now: uv_hrtime())
     }
@@ -63,6 +59,7 @@ public final class UVTimer: LoopTimer {
     @inline(__always)
     private func arm(deadline: UInt64, now: UInt64) throws(LoopError) {
         guard let handle else { throw closedError("UVTimer.start") }
+        loop.preconditionInLoop()
         self.deadline = deadline
         // A deadline already reached fires on the next turn. Otherwise round it up to a whole
         // millisecond of loop time (libuv's unit, and never earlier than the deadline); huge
@@ -97,30 +94,34 @@ public final class UVTimer: LoopTimer {
 
     /// Stops the timer; does nothing if it is stopped or closed.
     ///
-    /// - Note: Loop thread only.
+    /// - Note: Loop thread only (checked: traps elsewhere while the timer is open).
     public func stop() {
+        guard let handle else { return }
+        loop.preconditionInLoop()
         deferredStart = false
-        if let handle { uv_timer_stop(handle) }
+        uv_timer_stop(handle)
     }
 
-    /// Whether the timer is armed. Loop thread only.
+    /// Whether the timer is armed. Loop thread only (checked: traps elsewhere while the timer
+    /// is open).
     public var isActive: Bool {
         guard let handle else { return false }
+        loop.preconditionInLoop()
         return deferredStart || uv_is_active(clibuv_timer_as_handle(handle)) != 0
     }
 
     /// Stops the timer and closes its handle (freed in the close callback). Idempotent.
     ///
-    /// - Note: Loop thread only.
+    /// - Note: Loop thread only (checked: traps elsewhere while the timer is open; off the
+    ///   loop thread `uv_close` would race the loop, as a registry released mid-shutdown once
+    ///   did).
     public func close() {
         guard let handle else { return }
-        // Off the loop thread, uv_close races the loop; a registry released mid-shutdown did this.
-        assert(loop.inLoop, "BUG DETECTED: a UVTimer of \(loop) closed off its loop thread")
+        loop.preconditionInLoop()
         deferredStart = false
         self.handle = nil
         onFire = nil
-        handle.pointee.data = nil
-        uv_close(clibuv_timer_as_handle(handle), uvTimerClosed)
+        UVHandle.close(handle)
     }
 
     /// Closes the handle at loop shutdown; later starts throw `LoopError.shutDown`.
@@ -146,18 +147,9 @@ public final class UVTimer: LoopTimer {
 }
 
 private let uvTimerFired: uv_timer_cb = { handle in
-    guard let owner = handle!.pointee.data else { return }
-    // The uv_loop_t's data is its UVLoop, which outlives every handle on it.
-    let loop = Unmanaged<UVLoop>.fromOpaque(handle!.pointee.loop.pointee.data).takeUnretainedValue()
+    guard let timer = UVHandle.owner(UVTimer.self, of: handle!.pointee.data) else { return }
+    let loop = UVHandle.loop(of: handle!.pointee.loop)
     loop.inTimerPhase = true
-    // `data` (checked non-nil above) is set only while the timer is open.
-    Unmanaged<UVTimer>.fromOpaque(owner).takeUnretainedValue().fire()
+    timer.fire()
     loop.inTimerPhase = false
-}
-
-private let uvTimerClosed: uv_close_cb = { handle in
-    // The uv_loop_t's data is its UVLoop, which outlives every handle on it.
-    let loop = Unmanaged<UVLoop>.fromOpaque(handle!.pointee.loop.pointee.data).takeUnretainedValue()
-    handle!.withMemoryRebound(to: uv_timer_t.self, capacity: 1) { $0.deallocate() }
-    loop.handleFreed()
 }

@@ -5,7 +5,7 @@ import UVLoop
 #if NIO
     import NIOCore
     import NIOPosix
-    import TaskIdentity
+    import TaskLoopNIO
 #endif
 
 /// The loop kinds the conformance suite holds to one contract: libuv's, SwiftNIO's (with the

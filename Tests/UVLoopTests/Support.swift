@@ -59,7 +59,7 @@ func onLoop(
 
 /// Keeps loop-thread objects (timers) alive until the loop's callbacks are done with them, and
 /// releases them on the loop thread: a timer closed anywhere else would race the loop (and
-/// trips `UVTimer`'s check in debug builds).
+/// trips `UVTimer`'s thread check).
 // Unchecked Sendable: `objects` is touched on the loop thread, or by the test before and after.
 final class Keep: @unchecked Sendable {
     private let loop: UVLoop

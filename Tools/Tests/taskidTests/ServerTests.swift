@@ -18,6 +18,13 @@ final class TestClient: @unchecked Sendable {
         self.port = port
     }
 
+    /// A connection still open is closed on its loop thread (a socket checks that): the last
+    /// reference goes to the loop with the closure, which closes it there.
+    deinit {
+        guard let connection else { return }
+        try? loop.execute { connection.close() }
+    }
+
     func connect() async throws {
         connection = try await Task(executorPreference: loop) {
             try await self.loop.connect(host: "127.0.0.1", port: self.port)

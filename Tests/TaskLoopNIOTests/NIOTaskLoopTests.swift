@@ -1,6 +1,7 @@
 #if NIO
     import NIOCore
     import NIOPosix
+    import TaskLoopNIO
     import Testing
     import UVLoop
 

@@ -31,16 +31,16 @@
     ///   event loop, which is still up. Work handed to an event loop that has already shut down is
     ///   dropped by NIO (it prints an error): a task waiting for it would never resume.
     /// - **Allocation per arm.** A `UVLoop` timer re-arms without allocating; here each `start`
-    ///   schedules a new NIO task (a promise and a closure) and cancels the previous one, and
-    ///   each sleep is one scheduled task. Cancelling a scheduled task costs NIO a scan of its
-    ///   scheduled tasks, so keep the number of concurrent sleeps moderate. The registry needs
-    ///   few timers (one per distinct debounce or progress delay), so this is cheap for it.
+    ///   schedules a new NIO task (a promise and a closure) and cancels the previous one.
+    ///   Sleeps share one timer, as on `UVLoop` (a heap by deadline, armed for the earliest), so
+    ///   a sleep re-arms it only when it is the earliest. The registry needs few timers (one per
+    ///   distinct debounce or progress delay), so this is cheap for it.
     /// - **A closure per job.** NIO's `execute` takes a closure, so each job run through the task
     ///   executor face allocates one; the serial face is NIO's own.
     ///
     /// Unchecked `Sendable`: `lifecycle` is behind its lock, `acceptsWork` is atomic,
-    /// `eventLoop` and `executor` are immutable and Sendable, and `openTimers` is touched only on
-    /// the event loop's thread.
+    /// `eventLoop`, `executor` and `shutdownHooks` are immutable and Sendable, and `openTimers`
+    /// and `sleepers` are touched only on the event loop's thread.
     public final class NIOTaskLoop: TaskLoop, @unchecked Sendable, CustomStringConvertible {
         /// The event loop this loop runs on. May be read from any thread.
         public let eventLoop: any EventLoop
@@ -63,21 +63,20 @@
                 case shutDown
             }
             var stage = Stage.open
-            /// `onShutdown` hooks; nil once they have run.
-            var hooks: [@Sendable () -> Void]? = []
-            /// Sleeps in progress, to be woken by the shutdown.
-            var sleeps: [UInt64: Scheduled<Void>] = [:]
-            var nextSleepID: UInt64 = 0
             /// Tasks awaiting `shutdown()`.
             var shutdownWaiters: [CheckedContinuation<Void, Never>] = []
         }
 
         private let lifecycle = Locked(Lifecycle())
+        /// `onShutdown` hooks, run by the shutdown (UVLoop's own kind).
+        private let shutdownHooks = ShutdownHooks()
         /// False once the shutdown has run: `execute` reads it without taking the lock.
         private let acceptsWork = Atomic<Bool>(true)
+        /// Sleeps in progress, under one timer of this loop (UVLoop's own kind), woken by the
+        /// shutdown.
+        private let sleepers = SleepScheduler()
         /// Timers created and not yet closed, closed by the shutdown. Event loop thread only.
-        /// Unretained: a timer leaves this table when it closes, at the latest in its deinit.
-        private var openTimers: [ObjectIdentifier: Unmanaged<NIOLoopTimer>] = [:]
+        private var openTimers = OpenTimers<NIOLoopTimer>()
 
         /// Creates a task loop on `eventLoop`. The event loop must be running, and must outlive
         /// this loop's use: shut this loop down (`shutdown()`) before the event loop.
@@ -125,7 +124,7 @@
                 throw LoopError(.shutDown, operation: "NIOTaskLoop.makeTimer")
             }
             let timer = NIOLoopTimer(loop: self, onFire: onFire)
-            openTimers[ObjectIdentifier(timer)] = Unmanaged.passUnretained(timer)
+            openTimers.add(timer)
             return timer
         }
 
@@ -136,54 +135,19 @@
         ///
         /// - Note: May be called from any thread.
         public func onShutdown(_ body: @escaping @Sendable () -> Void) {
-            let kept = lifecycle.withLock { state -> Bool in
-                guard state.hooks != nil else { return false }
-                state.hooks!.append(body)
-                return true
-            }
-            // Outside the lock: the hook may register another hook or take the lock itself.
-            if !kept { body() }
+            shutdownHooks.add(body)
         }
 
-        /// Suspends the calling task until the event loop's time reaches `deadline`, on a task
-        /// scheduled on the event loop (never before the deadline: NIO runs a scheduled task
-        /// once its deadline has passed).
+        /// Suspends the calling task until the event loop's time reaches `deadline`, on this
+        /// loop's sleep timer (never before the deadline: NIO runs a scheduled task once its
+        /// deadline has passed).
         ///
         /// - Throws: `CancellationError` when the task is cancelled, or when the loop shuts down
-        ///   while it sleeps; `LoopError.shutDown` when the loop has already shut down.
+        ///   while it sleeps; `LoopError.shutDown` when the loop has already shut down (nothing
+        ///   is then scheduled on the event loop, which may be gone).
         /// - Note: May be called from any task.
         public func sleep(until deadline: LoopInstant) async throws {
-            try Task.checkCancellation()
-            // Refused before anything is scheduled: after the shutdown the event loop itself may
-            // be gone, and NIO traps on the promise of a task scheduled there.
-            guard lifecycle.withLock({ $0.stage != .shutDown }) else {
-                throw LoopError(.shutDown, operation: "NIOTaskLoop.sleep")
-            }
-            let scheduled = eventLoop.scheduleTask(deadline: .uptimeNanoseconds(deadline.nanoseconds)) {}
-            let id = lifecycle.withLock { state -> UInt64? in
-                guard state.stage != .shutDown else { return nil }
-                let id = state.nextSleepID
-                state.nextSleepID &+= 1
-                state.sleeps[id] = scheduled
-                return id
-            }
-            guard let id else {
-                scheduled.cancel()
-                throw LoopError(.shutDown, operation: "NIOTaskLoop.sleep")
-            }
-            defer { _ = lifecycle.withLock { $0.sleeps.removeValue(forKey: id) } }
-            do {
-                // Runs the cancellation handler at once if the task is already cancelled.
-                try await withTaskCancellationHandler {
-                    try await scheduled.futureResult.get()
-                } onCancel: {
-                    scheduled.cancel()
-                }
-            } catch {
-                // The scheduled task fails only when it is cancelled (by this task's
-                // cancellation or by the shutdown) or when NIO shuts the event loop down.
-                throw CancellationError()
-            }
+            try await SleepOperation.sleep(on: self, scheduler: sleepers, until: deadline)
         }
 
         /// Runs a job of a task that prefers this loop (`Task(executorPreference: loop)`, the
@@ -256,28 +220,23 @@
         /// sleeps and timers that are left.
         private func runShutdown() {
             preconditionInLoop()
-            let hooks = lifecycle.withLock { state in
-                defer { state.hooks = nil }
-                return state.hooks ?? []
-            }
-            for hook in hooks { hook() }
-            let (sleeps, waiters) = lifecycle.withLock { state in
+            shutdownHooks.runOnce()
+            let waiters = lifecycle.withLock { state in
                 state.stage = .shutDown
-                defer {
-                    state.sleeps = [:]
-                    state.shutdownWaiters = []
-                }
-                return (Array(state.sleeps.values), state.shutdownWaiters)
+                defer { state.shutdownWaiters = [] }
+                return state.shutdownWaiters
             }
             acceptsWork.store(false, ordering: .releasing)
-            for sleep in sleeps { sleep.cancel() }
-            for timer in Array(openTimers.values) { timer.takeUnretainedValue().closeForShutdown() }
+            // After `acceptsWork`: a sleep that reaches the loop later finds no timer, asks for
+            // one and is refused with `LoopError.shutDown`.
+            sleepers.cancelAll()
+            for timer in openTimers.snapshot { timer.closeForShutdown() }
             for waiter in waiters { waiter.resume() }
         }
 
         /// Forgets a timer that closed. Event loop thread only.
         func timerClosed(_ timer: NIOLoopTimer) {
-            openTimers[ObjectIdentifier(timer)] = nil
+            openTimers.remove(timer)
         }
     }
 #endif
