@@ -50,6 +50,8 @@ public final class TaskTemplate<Key: Hashable & Sendable>: Sendable {
             executor: executor)
         // One closure for every declaration: the key comes from the run's own record.
         self.body = .task({ context in
+            // unsafeDowncast: a TaskTemplate<Key> is declared only on a TaskRegistry<Key> (the
+            // types say so), so its runs are TaskRecord<Key>s.
             try await action(unsafeDowncast(context.run, to: TaskRecord<Key>.self).key, context)
         })
     }
@@ -107,6 +109,7 @@ public final class TaskTemplate<Key: Hashable & Sendable>: Sendable {
         return TaskTemplate(
             name: name, values: values,
             body: .synchronous({ context in
+                // unsafeDowncast: as in `init`, this template's runs are TaskRecord<Key>s.
                 try action(unsafeDowncast(context.run, to: TaskRecord<Key>.self).key, context)
             }))
     }

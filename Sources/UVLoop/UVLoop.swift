@@ -163,7 +163,7 @@ public final class UVLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomStr
         let result = uv_thread_create(
             &thread,
             { argument in
-                // Takes back the reference start() passed: the thread owns the loop until it exits.
+                // Takes back the reference start() passed (retained): the thread owns the loop until it exits.
                 let loop = Unmanaged<UVLoop>.fromOpaque(argument!).takeRetainedValue()
                 loop.runLoopThread()
             }, threadArgument)
@@ -566,7 +566,8 @@ public final class UVLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomStr
         if handle == clibuv_async_as_handle(wakeup) || handle == clibuv_idle_as_handle(idle) { return }
         guard let owner = handle.pointee.data else { return }
         switch handle.pointee.type {
-        // Each handle's data is its open owner (cleared when the owner closes it), of the handle's type.
+        // Unretained: each handle's data is its open owner (cleared when the owner closes it), of
+        // the handle's type, so a non-nil `data` names a live owner.
         case UV_TIMER: Unmanaged<UVTimer>.fromOpaque(owner).takeUnretainedValue().closeForShutdown()
         case UV_TCP: Unmanaged<TCPSocket>.fromOpaque(owner).takeUnretainedValue().closeForShutdown()
         case UV_SIGNAL: Unmanaged<SignalWatcher>.fromOpaque(owner).takeUnretainedValue().close()
@@ -650,25 +651,25 @@ public final class UVLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomStr
 }
 
 private let uvLoopWakeupCallback: uv_async_cb = { handle in
-    // The wake-up handle's data is its UVLoop, alive while the loop thread runs.
+    // Unretained: the wake-up handle's data is its UVLoop, which the loop thread holds retained while it runs.
     let loop = Unmanaged<UVLoop>.fromOpaque(handle!.pointee.data).takeUnretainedValue()
     loop.drainCrossThreadQueue()
     loop.runLocalWork()
 }
 
 private let uvLoopIdleCallback: uv_idle_cb = { handle in
-    // The idle handle's data is its UVLoop, alive while the loop thread runs.
+    // Unretained: the idle handle's data is its UVLoop, which the loop thread holds retained while it runs.
     Unmanaged<UVLoop>.fromOpaque(handle!.pointee.data).takeUnretainedValue().idleTurn()
 }
 
 private let uvLoopCloseForShutdown: uv_walk_cb = { handle, _ in
-    // The uv_loop_t's data is its UVLoop, alive while the loop thread runs.
+    // Unretained: the uv_loop_t's data is its UVLoop, which the loop thread holds retained while it runs.
     let loop = Unmanaged<UVLoop>.fromOpaque(handle!.pointee.loop.pointee.data).takeUnretainedValue()
     loop.closeForShutdown(handle!)
 }
 
 private let uvLoopHandleClosed: uv_close_cb = { handle in
-    // The uv_loop_t's data is its UVLoop, alive while the loop thread runs.
+    // Unretained: the uv_loop_t's data is its UVLoop, which the loop thread holds retained while it runs.
     let loop = Unmanaged<UVLoop>.fromOpaque(handle!.pointee.loop.pointee.data).takeUnretainedValue()
     loop.handleFreed()
 }
