@@ -46,7 +46,6 @@ import collections
 import ctypes
 import os
 import random
-import select
 import signal
 import socket
 import subprocess
@@ -217,6 +216,10 @@ def free_ports(count):
     raise RuntimeError("no %d free ports outside %d-%d" % (count, low, high))
 
 
+# The wait for a server's ready line, shared with the bash scripts.
+WAIT_READY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "wait-ready")
+
+
 class Node:
     """One `taskid serve` process on a fixed port, killed and started again by the chaos."""
 
@@ -229,27 +232,25 @@ class Node:
         self.runs = []           # per process: [(time, rss bytes, open fds)]
 
     def start(self):
-        log = open(self.log_path, "ab")
-        process = subprocess.Popen(self.argv, stdout=subprocess.PIPE, stderr=log, stdin=subprocess.DEVNULL,
-                                   preexec_fn=die_with_parent)
-        log.close()
-        deadline = time.monotonic() + 20
-        line = b""
-        while not line.endswith(b"\n"):
-            remaining = deadline - time.monotonic()
-            if remaining <= 0 or process.poll() is not None:
-                process.kill()
-                process.wait()
-                raise RuntimeError("node %d (port %d) did not start; see %s" % (self.index + 1, self.port,
-                                                                                self.log_path))
-            ready, _, _ = select.select([process.stdout], [], [], remaining)
-            if ready:
-                chunk = os.read(process.stdout.fileno(), 4096)
-                if not chunk:
-                    continue
-                line += chunk
-        if b'"event":"ready"' not in line:
-            raise RuntimeError("node %d printed %r, not its ready line" % (self.index + 1, line))
+        """Starts the node and waits for its ready line (scripts/wait-ready: the one owner of
+        that wait) on a fresh standard-output file, so that the previous run's line cannot
+        pass for this one's."""
+        out_path = os.path.splitext(self.log_path)[0] + ".out"
+        with open(self.log_path, "ab") as log, open(out_path, "wb") as out:
+            process = subprocess.Popen(self.argv, stdout=out, stderr=log, stdin=subprocess.DEVNULL,
+                                       preexec_fn=die_with_parent)
+        name = "node %d (port %d)" % (self.index + 1, self.port)
+        waited = subprocess.run([WAIT_READY, "--name", name, str(process.pid), out_path, self.log_path],
+                                stdout=subprocess.PIPE, stdin=subprocess.DEVNULL)
+        if waited.returncode != 0:  # wait-ready has said why on stderr, with the log's end
+            process.kill()
+            process.wait()
+            raise RuntimeError("%s did not start (wait-ready exited %d); see %s"
+                               % (name, waited.returncode, self.log_path))
+        if int(waited.stdout) != self.port:
+            process.kill()
+            process.wait()
+            raise RuntimeError("%s announced port %s in its ready line" % (name, waited.stdout.decode().strip()))
         with self.lock:
             self.process = process
             self.runs.append([])

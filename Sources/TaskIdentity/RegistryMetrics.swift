@@ -82,7 +82,8 @@
             } else {
                 do { try state.loop.execute { state.value.timer?.close() } } catch {
                     // The loop is shutting down and closes the timer itself; releasing it here
-                    // would free a loop handle off the loop thread. Keep it (one small object).
+                    // would free a loop handle off the loop thread. Keep it: this Unmanaged retain
+                    // is never balanced, on purpose (one small object, at most once per export).
                     _ = Unmanaged.passRetained(state)
                 }
             }

@@ -46,6 +46,8 @@ enum SynchronousCause {
     /// Any thread.
     static var current: ObservedRun? {
         guard let pointer = pthread_getspecific(key) else { return nil }
+        // Unretained: the word is non-nil only inside `withCause` on this thread, which keeps
+        // the run alive until it restores the word.
         return Unmanaged<ObservedRun>.fromOpaque(pointer).takeUnretainedValue()
     }
 }

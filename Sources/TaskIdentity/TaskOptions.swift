@@ -3,6 +3,9 @@ import UVLoop
 /// Declaration options, interned per registry so that a record holds one reference to them,
 /// and so that the debounce and progress queues are looked up once per distinct options, not
 /// once per change.
+///
+/// Unchecked `Sendable`: every stored property is a `let`; the deadline queues they point to
+/// are mutable, and are used only on the registry's loop thread.
 @usableFromInline
 final class TaskOptions: @unchecked Sendable {
     /// The options as declared. Durations stay `Duration`s here, so that comparing a

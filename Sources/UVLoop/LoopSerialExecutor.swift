@@ -4,7 +4,10 @@
 ///
 /// Unchecked `Sendable`: its one stored property is the immutable loop reference below.
 final class LoopSerialExecutor<Loop: TaskLoop & LoopJobSink>: SerialExecutor, @unchecked Sendable {
-    // unowned(unsafe): the loop owns this executor and outlives it; no refcount traffic per job.
+    // unowned(unsafe): no refcount traffic per job. Sound only while the loop lives: the loop
+    // owns this executor, but `loop.executor` also hands it out strongly, and a caller that
+    // keeps it past the loop's release and enqueues on it reads freed memory. Nothing enforces
+    // "use a loop's executor only while the loop lives" (docs/safety.md).
     unowned(unsafe) let loop: Loop
 
     init(loop: Loop) { self.loop = loop }

@@ -7,7 +7,8 @@
 #endif
 
 /// A pthread condition variable, waited on with a `PThreadMutex` (the companion of the one lock
-/// type, not a lock of its own). Package access, `@usableFromInline`, for the registry's posted-call queue.
+/// type, not a lock of its own). Its one user is `OneShotSignal`, the loop thread's start-up
+/// and shutdown handshakes in `UVLoop`; the registry's posted-call queue no longer waits on it.
 ///
 /// Any thread may call every member; `wait(on:)` only while holding the mutex it is given.
 @usableFromInline

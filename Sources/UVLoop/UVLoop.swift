@@ -163,7 +163,7 @@ public final class UVLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomStr
         let result = uv_thread_create(
             &thread,
             { argument in
-                // Takes back the reference start() passed: the thread owns the loop until it exits.
+                // Takes back the reference start() passed (retained): the thread owns the loop until it exits.
                 let loop = Unmanaged<UVLoop>.fromOpaque(argument!).takeRetainedValue()
                 loop.runLoopThread()
             }, threadArgument)
@@ -649,14 +649,14 @@ public final class UVLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomStr
 }
 
 private let uvLoopWakeupCallback: uv_async_cb = { handle in
-    // The wake-up handle's data is its UVLoop, alive while the loop thread runs.
+    // Unretained: the wake-up handle's data is its UVLoop, which the loop thread holds retained while it runs.
     let loop = Unmanaged<UVLoop>.fromOpaque(handle!.pointee.data).takeUnretainedValue()
     loop.drainCrossThreadQueue()
     loop.runLocalWork()
 }
 
 private let uvLoopIdleCallback: uv_idle_cb = { handle in
-    // The idle handle's data is its UVLoop, alive while the loop thread runs.
+    // Unretained: the idle handle's data is its UVLoop, which the loop thread holds retained while it runs.
     Unmanaged<UVLoop>.fromOpaque(handle!.pointee.data).takeUnretainedValue().idleTurn()
 }
 
