@@ -89,7 +89,8 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio", condition: .when(traits: ["NIO"])),
             ]
         ),
-        // Run with every trait on (scripts/test-integrations); without the traits it is empty.
+        // Run with every trait on (`scripts/test` builds with --enable-all-traits); without the
+        // traits it is empty.
         .testTarget(
             name: "IntegrationTests",
             dependencies: [

@@ -78,12 +78,12 @@ extension TaskRegistry {
         _ key: Key,
         name: TaskName = .main,
         tracking identity: @escaping () -> ID,
-        priority: TaskPriority = .userInitiated,
-        debounce: Duration = .zero,
-        throttle: Duration = .zero,
-        policy: RestartPolicy = .cancelPrevious,
-        progressDelay: Duration? = nil,
-        executor: ActionExecutor = .loop,
+        priority: TaskPriority = TaskOptionDefaults.priority,
+        debounce: Duration = TaskOptionDefaults.debounce,
+        throttle: Duration = TaskOptionDefaults.throttle,
+        policy: RestartPolicy = TaskOptionDefaults.policy,
+        progressDelay: Duration? = TaskOptionDefaults.progressDelay,
+        executor: ActionExecutor = TaskOptionDefaults.executor,
         action: @escaping ObservedTaskAction<ID>
     ) throws(RegistryError) {
         let values = try TaskOptions.Values(

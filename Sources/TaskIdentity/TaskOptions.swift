@@ -28,7 +28,8 @@ final class TaskOptions: @unchecked Sendable {
         @inlinable
         init(
             priority: TaskPriority, policy: RestartPolicy, debounce: Duration, throttle: Duration,
-            progressDelay: Duration?, synchronousDelay: Duration = .zero, executor: ActionExecutor = .loop
+            progressDelay: Duration?, synchronousDelay: Duration = TaskOptionDefaults.synchronousDelay,
+            executor: ActionExecutor = TaskOptionDefaults.executor
         ) throws(RegistryError) {
             if debounce < .zero { throw RegistryError.invalidDuration(name: "debounce", debounce) }
             if throttle < .zero { throw RegistryError.invalidDuration(name: "throttle", throttle) }

@@ -98,6 +98,8 @@ extension TaskRegistry {
     /// Every task of slot `key` as it is now, by name; empty if the slot does not exist (so
     /// `isEmpty` answers "is there such a slot" from any thread).
     ///
+    /// - Complexity: O(n) in the slot's tasks, plus one hop to the loop from another thread;
+    ///   it allocates a dictionary.
     /// - Throws: as `snapshot(of:name:)`.
     /// - Note: May be called from any task.
     public func snapshot(ofSlot key: Key) async throws(RegistryError) -> [TaskName: TaskSnapshot] {

@@ -34,6 +34,8 @@ extension TaskRegistry {
     /// returns at once: await the loop's shutdown instead (`await loop.shutdown()`). On a loop
     /// that has not started, it returns at once (no action has run), like `startShutdown()`.
     ///
+    /// - Complexity: O(n) in the declared tasks (each is cancelled), then it waits for the
+    ///   slowest action to end: an action that ignores cancellation holds it back.
     /// - Note: May be called from any task. With a `TestLoop`, call `startShutdown()` and run
     ///   the loop instead: nothing runs on a test loop while a test awaits.
     public func shutdown() async {

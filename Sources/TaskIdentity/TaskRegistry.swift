@@ -166,12 +166,12 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
         _ key: Key,
         name: TaskName = .main,
         id: repeat each ID,
-        priority: TaskPriority = .userInitiated,
-        debounce: Duration = .zero,
-        throttle: Duration = .zero,
-        policy: RestartPolicy = .cancelPrevious,
-        progressDelay: Duration? = nil,
-        executor: ActionExecutor = .loop,
+        priority: TaskPriority = TaskOptionDefaults.priority,
+        debounce: Duration = TaskOptionDefaults.debounce,
+        throttle: Duration = TaskOptionDefaults.throttle,
+        policy: RestartPolicy = TaskOptionDefaults.policy,
+        progressDelay: Duration? = TaskOptionDefaults.progressDelay,
+        executor: ActionExecutor = TaskOptionDefaults.executor,
         action: @escaping TaskAction
     ) throws(RegistryError) {
         let values = try TaskOptions.Values(

@@ -36,12 +36,12 @@ public final class TaskTemplate<Key: Hashable & Sendable>: Sendable {
     /// - Note: May be called from any thread.
     public init(
         name: TaskName = .main,
-        priority: TaskPriority = .userInitiated,
-        debounce: Duration = .zero,
-        throttle: Duration = .zero,
-        policy: RestartPolicy = .cancelPrevious,
-        progressDelay: Duration? = nil,
-        executor: ActionExecutor = .loop,
+        priority: TaskPriority = TaskOptionDefaults.priority,
+        debounce: Duration = TaskOptionDefaults.debounce,
+        throttle: Duration = TaskOptionDefaults.throttle,
+        policy: RestartPolicy = TaskOptionDefaults.policy,
+        progressDelay: Duration? = TaskOptionDefaults.progressDelay,
+        executor: ActionExecutor = TaskOptionDefaults.executor,
         action: nonisolated(nonsending) @escaping @Sendable (Key, TaskContext) async throws -> Void
     ) throws(RegistryError) {
         self.name = name
@@ -92,20 +92,21 @@ public final class TaskTemplate<Key: Hashable & Sendable>: Sendable {
     /// - Note: May be called from any thread.
     public static func synchronous(
         name: TaskName = .main,
-        debounce: Duration = .zero,
-        throttle: Duration = .zero,
-        policy: RestartPolicy = .cancelPrevious,
-        progressDelay: Duration? = nil,
-        after delay: Duration = .zero,
+        debounce: Duration = TaskOptionDefaults.debounce,
+        throttle: Duration = TaskOptionDefaults.throttle,
+        policy: RestartPolicy = TaskOptionDefaults.policy,
+        progressDelay: Duration? = TaskOptionDefaults.progressDelay,
+        after delay: Duration = TaskOptionDefaults.synchronousDelay,
         action: @escaping @Sendable (Key, TaskContext) throws -> Void
     ) throws(RegistryError) -> TaskTemplate<Key> {
         let values = try TaskOptions.Values(
-            priority: .userInitiated, policy: policy, debounce: debounce, throttle: throttle,
+            priority: TaskOptionDefaults.priority, policy: policy, debounce: debounce, throttle: throttle,
             progressDelay: progressDelay, synchronousDelay: delay)
         return TaskTemplate(
             name: name, values: values,
             body: .synchronous({ context in
-                // unsafeDowncast: as in `init`, this template's runs are TaskRecord<Key>s.
+                // unsafeDowncast: a TaskTemplate<Key> is declared only on a TaskRegistry<Key> (the
+                // types say so), so its runs are TaskRecord<Key>s.
                 try action(unsafeDowncast(context.run, to: TaskRecord<Key>.self).key, context)
             }))
     }

@@ -38,12 +38,12 @@ public final class TypedTaskTemplate<Key: Hashable & Sendable, ID: Hashable & Se
     /// - Note: May be called from any thread.
     public convenience init(
         name: TaskName = .main,
-        priority: TaskPriority = .userInitiated,
-        debounce: Duration = .zero,
-        throttle: Duration = .zero,
-        policy: RestartPolicy = .cancelPrevious,
-        progressDelay: Duration? = nil,
-        executor: ActionExecutor = .loop,
+        priority: TaskPriority = TaskOptionDefaults.priority,
+        debounce: Duration = TaskOptionDefaults.debounce,
+        throttle: Duration = TaskOptionDefaults.throttle,
+        policy: RestartPolicy = TaskOptionDefaults.policy,
+        progressDelay: Duration? = TaskOptionDefaults.progressDelay,
+        executor: ActionExecutor = TaskOptionDefaults.executor,
         action: nonisolated(nonsending) @escaping @Sendable (Key, ID, TaskContext) async throws -> Void
     ) throws(RegistryError) {
         let template = try TaskTemplate<Key>(
@@ -64,11 +64,11 @@ public final class TypedTaskTemplate<Key: Hashable & Sendable, ID: Hashable & Se
     /// - Note: May be called from any thread.
     public static func synchronous(
         name: TaskName = .main,
-        debounce: Duration = .zero,
-        throttle: Duration = .zero,
-        policy: RestartPolicy = .cancelPrevious,
-        progressDelay: Duration? = nil,
-        after delay: Duration = .zero,
+        debounce: Duration = TaskOptionDefaults.debounce,
+        throttle: Duration = TaskOptionDefaults.throttle,
+        policy: RestartPolicy = TaskOptionDefaults.policy,
+        progressDelay: Duration? = TaskOptionDefaults.progressDelay,
+        after delay: Duration = TaskOptionDefaults.synchronousDelay,
         action: @escaping @Sendable (Key, ID, TaskContext) throws -> Void
     ) throws(RegistryError) -> TypedTaskTemplate<Key, ID> {
         let template = try TaskTemplate<Key>.synchronous(
