@@ -105,7 +105,7 @@ public final class TaskTemplate<Key: Hashable & Sendable>: Sendable {
         return TaskTemplate(
             name: name, values: values,
             body: .synchronous({ context in
-                // unsafeDowncast: as in `init`, this template's runs are TaskRecord<Key>s.
+                // unsafeDowncast: a TaskTemplate<Key> runs only on a TaskRegistry<Key>: TaskRecord<Key>s.
                 try action(unsafeDowncast(context.run, to: TaskRecord<Key>.self).key, context)
             }))
     }
