@@ -164,6 +164,7 @@ final class ObservationSubscription: Sendable {
     func take() -> AnyIdentityTracker? {
         let bits = tracker.exchange(0, ordering: .acquiringAndReleasing)
         guard let pointer = UnsafeRawPointer(bitPattern: bits) else { return nil }
+        // Unmanaged: takes back the reference `arm` retained; only the exchange that got it sees it.
         return Unmanaged<AnyIdentityTracker>.fromOpaque(pointer).takeRetainedValue()
     }
 }

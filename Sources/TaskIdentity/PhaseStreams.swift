@@ -11,8 +11,8 @@ import UVLoop
 final class PhaseStreams<Key: Hashable & Sendable> {
     @usableFromInline typealias Continuation = AsyncStream<TaskPhaseUpdate>.Continuation
 
-    /// Loop-confined, read on every new record's declaration: no access is held across a call
-    /// that could reach it (see docs/safety.md).
+    /// Unchecked exclusivity: loop-confined, read on every new record's declaration; no access is
+    /// held across a call that could reach it (see docs/safety.md).
     @exclusivity(unchecked) @usableFromInline var observers: [TaskRegistry<Key>.ObserverKey: [UInt64: Continuation]] =
         [:]
     private var nextObserverID: UInt64 = 0

@@ -27,19 +27,26 @@ import UVLoop
 /// per batch of calls; `flush()` awaits them. Nothing traps because of the calling thread and
 /// nothing blocks it. Each member says which threads may call it.
 public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
+    // @unchecked Sendable: used from any thread, but its tables are touched on the loop thread
+    // only: members check the thread or post to the loop (`PostedCalls`).
+    //
     // The declaration path is @inlinable so that it is specialized for the caller's key type:
     // unspecialized generic code pays a metadata lookup per dictionary access (profiled at
     // about a fifth of a debounced change's cost).
     @usableFromInline let core: RegistryCore
+    // @exclusivity(unchecked): the slots, loop thread only; no access is held across a call.
     @exclusivity(unchecked) @usableFromInline var slots: [Key: TaskRecord<Key>] = [:]
     @usableFromInline let posted = PostedCalls<PostedOperation>(capacity: TaskRegistry.postedCallLimit)
+    // @exclusivity(unchecked): `runPosted`'s swap buffer, loop thread only; no access held across a call.
     @exclusivity(unchecked) @usableFromInline var postedBuffer: [PostedOperation?] = []
     /// The phase streams of the tasks (`phaseUpdates(of:)`), shared with the core.
     @usableFromInline let phaseStreams: PhaseStreams<Key>
     /// Removed tasks whose cancelled runs have not ended, by slot and name: a task declared
-    /// again in that slot waits for them under `awaitPrevious` and `keepRunning`.
+    /// again in that slot waits for them under `awaitPrevious` and `keepRunning`. Unchecked
+    /// exclusivity: loop thread only.
     @exclusivity(unchecked) @usableFromInline var removedRunning: [ObserverKey: TaskRecord<Key>] = [:]
-    /// The tracking of each observed task (`task(_:tracking:…)`), by slot and name.
+    /// The tracking of each observed task (`task(_:tracking:…)`), by slot and name. Unchecked
+    /// exclusivity: loop thread only.
     @exclusivity(unchecked) @usableFromInline var observations: [ObserverKey: AnyIdentityTracker] = [:]
     /// Where subscriptions post the observed tasks to re-evaluate, from any thread.
     let observationInbox: ObservationInbox
@@ -274,6 +281,7 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
             if !observations.isEmpty { stopObserving(ObserverKey(key: key, name: record.name)) }
             core.remove(record, reason: reason)
             if record.state.endingRuns > 0 && reason == .removed {
+                // unsafeDowncast: this registry creates its slots' records, all `TaskRecord<Key>`s.
                 removedRunning[ObserverKey(key: key, name: record.name)] = unsafeDowncast(
                     record, to: TaskRecord<Key>.self)
             }

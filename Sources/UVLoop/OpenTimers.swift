@@ -17,6 +17,7 @@ package struct OpenTimers<Timer: AnyObject> {
 
     /// Records a timer just created. Loop thread only.
     package mutating func add(_ timer: Timer) {
+        // Unretained: `remove` runs when the timer closes, at the latest in its deinit.
         table[ObjectIdentifier(timer)] = Unmanaged.passUnretained(timer)
     }
 

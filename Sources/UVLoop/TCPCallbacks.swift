@@ -9,7 +9,8 @@ let tcpConnectionCallback: uv_connection_cb = { server, status in
 }
 
 let tcpConnectCallback: uv_connect_cb = { request, status in
-    // The request's socket keeps it in `connectRequest` until this callback.
+    // Unretained: the task awaiting the connect holds the socket until this callback resumes
+    // it, and libuv always calls it (ECANCELED once the socket is closed).
     let owner = Unmanaged<TCPSocket>.fromOpaque(request!.pointee.data).takeUnretainedValue()
     owner.connected(status: status, request: request!)
 }
@@ -29,13 +30,15 @@ let tcpReadCallback: uv_read_cb = { stream, count, _ in
 }
 
 let tcpWriteCallback: uv_write_cb = { request, status in
-    // The socket keeps the write in `writes` until this callback.
+    // Unretained: the socket keeps the write in `writes` until this callback (and the write
+    // holds its socket).
     let write = Unmanaged<TCPWrite>.fromOpaque(request!.pointee.data).takeUnretainedValue()
     write.socket.written(write, status: status)
 }
 
 let tcpShutdownCallback: uv_shutdown_cb = { request, status in
-    // The request was allocated by shutdownWriting(); its socket is alive until this callback.
+    // Unretained: the task awaiting shutdownWriting() holds the socket until this callback
+    // resumes it, and libuv always calls it (ECANCELED once the socket is closed).
     let owner = Unmanaged<TCPSocket>.fromOpaque(request!.pointee.data).takeUnretainedValue()
     request!.deallocate()
     owner.shutDown(status: status)

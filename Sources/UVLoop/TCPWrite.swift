@@ -101,8 +101,8 @@ extension TCPSocket {
             guard self.state.isOpen else { return continuation.resume(throwing: self.closedError("shutdown")) }
             // libuv owns the request until its callback, which frees it (ECANCELED on close).
             let request = UnsafeMutablePointer<uv_shutdown_t>.allocate(capacity: 1)
-            // Unretained: the callback comes before the handle's close completes, and the
-            // socket outlives its handle.
+            // Unretained: this task holds the socket until the callback resumes it, and libuv
+            // always calls it (ECANCELED on close, before the handle's close callback).
             request.pointee.data = Unmanaged.passUnretained(self).toOpaque()
             let result = uv_shutdown(request, self.stream, tcpShutdownCallback)
             if result < 0 {

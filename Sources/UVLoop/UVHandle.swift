@@ -100,14 +100,16 @@ enum UVHandle {
     @inline(__always)
     static func owner<Owner: AnyObject>(_: Owner.Type, of data: UnsafeMutableRawPointer?) -> Owner? {
         guard let data else { return nil }
-        // `data` is set by `attach` and cleared by `close`, so while set its owner is alive.
+        // Unretained, and sound: `data` is set by `attach` and cleared by `close`, which the
+        // owner runs before it goes (at the latest in its deinit), so while set its owner is alive.
         return Unmanaged<Owner>.fromOpaque(data).takeUnretainedValue()
     }
 
     /// The `UVLoop` running a libuv loop. Loop thread only (in a libuv callback).
     @inline(__always)
     static func loop(of uvLoop: UnsafeMutablePointer<uv_loop_t>) -> UVLoop {
-        // The uv_loop_t's data is its UVLoop (set by start()), which outlives every handle on it.
+        // Unretained: the uv_loop_t's data is its UVLoop (set by start()); callbacks run inside
+        // uv_run on the loop thread, which holds the loop retained until after uv_loop_close.
         Unmanaged<UVLoop>.fromOpaque(uvLoop.pointee.data).takeUnretainedValue()
     }
 }

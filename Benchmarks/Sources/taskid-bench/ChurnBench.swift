@@ -311,6 +311,7 @@ func awaitQuiescence<Key>(_ registry: TaskRegistry<Key>, _ loop: UVLoop, _ done:
 /// The naive baseline's shared ledger: actions run on the global executor's threads, so it
 /// takes a lock, as a hand-written table of tasks would.
 final class NaiveRecorder: @unchecked Sendable {
+    // @unchecked Sendable: the ledger is reached only under `lock`.
     private let lock = NSLock()
     private let ledger: SlotLedger
     init(ledger: SlotLedger) { self.ledger = ledger }

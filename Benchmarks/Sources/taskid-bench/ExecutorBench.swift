@@ -99,6 +99,7 @@ struct ExecutorBench: ParsableCommand {
 
 /// Counts on one loop thread (no atomics, as loop-confined state) and signals at the target.
 final class LoopCounter: @unchecked Sendable {
+    // @unchecked Sendable: `count` is changed on one loop thread only; others only wait on `done`.
     private var count = 0
     private let target: Int
     private let done = DispatchSemaphore(value: 0)
@@ -112,6 +113,7 @@ final class LoopCounter: @unchecked Sendable {
 
 /// Counts from many threads and signals at the target.
 final class AtomicCounter: @unchecked Sendable {
+    // @unchecked Sendable: `count` is reached only under `lock`.
     private let lock = NSLock()
     private var count = 0
     private let target: Int

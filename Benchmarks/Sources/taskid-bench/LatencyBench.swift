@@ -155,6 +155,7 @@ struct LatencyBench: ParsableCommand {
 
 /// An HDR histogram of latencies in microseconds, safe to record into from any thread.
 final class LatencyRecorder: @unchecked Sendable {
+    // @unchecked Sendable: `histogram` is reached only under `lock`.
     private let lock = NSLock()
     private var histogram = Histogram<UInt64>(highestTrackableValue: 60_000_000, numberOfSignificantValueDigits: .three)
 

@@ -57,6 +57,7 @@ func monotonicNanoseconds() -> UInt64 {
 /// The driver has a synchronous main so that valgrind can run it.
 func blockOn<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) throws -> T {
     let done = DispatchSemaphore(value: 0)
+    // nonisolated(unsafe): written before `done.signal()`, read after `done.wait()`.
     nonisolated(unsafe) var result: Result<T, any Error>?
     Task.detached {
         do { result = .success(try await body()) } catch { result = .failure(error) }

@@ -154,6 +154,7 @@ struct ScrollBench: ParsableCommand {
 
 /// A counter the naive baseline's tasks bump from any thread.
 final class NaiveCounter: @unchecked Sendable {
+    // @unchecked Sendable: `count` is reached only under `lock`.
     private let lock = NSLock()
     private var count = 0
     func increment() {

@@ -131,6 +131,7 @@ struct LoadOutcome: Sendable {
 
 /// One client connection of the generator. Loop thread only.
 final class LoadConnection: @unchecked Sendable {
+    // @unchecked Sendable: used only by tasks that prefer the generator's loop, so on its thread.
     let connection: TCPConnection
     private var outgoing: [UInt8] = []
     private var intended = RingOfTimes()

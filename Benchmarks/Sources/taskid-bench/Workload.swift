@@ -81,6 +81,7 @@ func pollOnLoop(
 }
 
 final class TimerBox: @unchecked Sendable {
+    // @unchecked Sendable: the timer is created, started and fired on its loop thread only.
     var timer: UVTimer?
 }
 
@@ -94,6 +95,8 @@ final class TimerBox: @unchecked Sendable {
 /// which no registry can see; `declaredInFlight` then makes the check "never completes an
 /// identity older than one already completed" (results never go backwards).
 final class SlotLedger: @unchecked Sendable {
+    // @unchecked Sendable: one thread at a time: its loop's (or the naive baseline's lock), then
+    // the driver's after the run.
     var declared: [UInt64]
     var completed: [UInt64]
     var actions = 0
@@ -166,6 +169,7 @@ struct ShardLedger: Sendable {
 
 /// A mutable value used by one thread at a time (the loop's), captured by `@Sendable` closures.
 final class LoopLocal<Value>: @unchecked Sendable {
+    // @unchecked Sendable: one thread at a time: the loop's while it runs, the driver's before and after.
     var value: Value
     init(_ value: Value) { self.value = value }
 }
