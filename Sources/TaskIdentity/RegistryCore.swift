@@ -6,6 +6,11 @@ import UVLoop
 /// Loop thread only, without locks: every method runs on the registry's loop thread.
 @usableFromInline
 final class RegistryCore: @unchecked Sendable {
+    // @unchecked Sendable: reached from tasks on other threads through its registry and
+    // records, but every method runs on the loop thread (see docs/safety.md).
+    //
+    // @exclusivity(unchecked) below: loop-confined state read or written on every change, and
+    // never accessed across a call that could reach the same property (docs/safety.md).
     @usableFromInline let loop: any TaskLoop
     /// `loop` without reference counting, for the calls made on every change (`now`,
     /// `inLoop`): copying the existential out of `loop` retains and releases it each time.
@@ -16,6 +21,7 @@ final class RegistryCore: @unchecked Sendable {
     let door: LoopDoor
     /// Every counter moves inside `TaskStateMachine`'s transitions (`liveSlots` and
     /// `staleCommitsDropped` excepted: they count slots and commits, not task states).
+    /// Unchecked exclusivity: loop thread only, moved on every change.
     @exclusivity(unchecked) @usableFromInline var counters = RegistryCounters()
     /// Read on every declaration and every run's end: unchecked like the counters.
     @exclusivity(unchecked) @usableFromInline private(set) var isShutDown = false
@@ -24,13 +30,15 @@ final class RegistryCore: @unchecked Sendable {
     private var progressQueues: [UInt64: DeadlineQueue<ProgressEntry>] = [:]
     private var synchronousQueues: [UInt64: DeadlineQueue<SynchronousRunEntry>] = [:]
     /// Throttle state of throttled tasks, off the record (most tasks are not throttled, and a
-    /// record's size is the footprint per slot).
+    /// record's size is the footprint per slot). Unchecked exclusivity: loop thread only.
     @exclusivity(unchecked) private var throttles: [ObjectIdentifier: ThrottleState] = [:]
     /// The errors of tasks whose phase is `failed`, off the record (failures are rare, and a
     /// record's size is the footprint per slot). An entry goes when its task's phase changes.
+    /// Unchecked exclusivity: loop thread only.
     @exclusivity(unchecked) private var failures: [ObjectIdentifier: any Error] = [:]
     /// Removed records whose cancelled runs a re-declared task of the same slot and name waits
     /// for (`awaitPrevious`, `keepRunning`): each one's ends are passed on to its successor.
+    /// Unchecked exclusivity: loop thread only.
     @exclusivity(unchecked) private var successors: [ObjectIdentifier: Succession] = [:]
     /// The registry that owns this core, for forgetting removed records. Weak: a registry
     /// dropped without shutdown leaves running actions that still end here.
@@ -42,9 +50,13 @@ final class RegistryCore: @unchecked Sendable {
     /// Runs of this registry that await `shutdown()` (in their action or a child task of it):
     /// shutdown returns once every other action has ended. A run awaiting it from several
     /// child tasks counts once.
+    // @exclusivity(unchecked), as the counters: loop thread only.
     @exclusivity(unchecked) private var runsAwaitingShutdown: Set<RunKey> = []
+    // @exclusivity(unchecked), these five: the start pass's state, loop thread only, touched
+    // on every change.
     /// Records whose pending run starts at the end of this turn (see `queueStart`).
     @exclusivity(unchecked) private var startQueue: [AnyTaskRecord] = []
+    /// The records the pass is starting now (swapped with `startQueue`).
     @exclusivity(unchecked) private var startingNow: [AnyTaskRecord] = []
     /// A start pass is posted to the loop for this turn.
     @exclusivity(unchecked) private var startPassScheduled = false
@@ -604,7 +616,7 @@ private func isEqual<Left: Hashable>(_ lhs: Left, _ rhs: any Hashable & Sendable
     // through the dynamic-cast machinery (profiled at a tenth of a debounced change).
     func compare<Right: Hashable>(_ rhs: Right) -> Bool {
         guard Left.self == Right.self else { return false }
-        return lhs == unsafeBitCast(rhs, to: Left.self)
+        return lhs == unsafeBitCast(rhs, to: Left.self)  // bit cast to its own type: checked just above
     }
     return compare(rhs)
 }

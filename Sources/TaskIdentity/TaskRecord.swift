@@ -14,14 +14,15 @@ class AnyTaskRecord: @unchecked Sendable {
     //
     // Field order is cache order: a run that comes due (a deadline entry, then `commit`) reads
     // `core` and the state machine's first fields, which share the object header's cache line.
-    // Mutable fields skip dynamic exclusivity checks (see docs/safety.md: loop-confined state,
-    // never accessed across a call).
     let core: RegistryCore
+    // @exclusivity(unchecked), these eight: loop-confined state, read or written on every
+    // change and never accessed across a call (see docs/safety.md).
+    /// The task's stages, phase and counts (see `TaskStateMachine`).
     @exclusivity(unchecked) var state = TaskStateMachine()
     /// The latest result a current run stored (`TaskContext.commit(result:)`), boxed so that
     /// tasks that never store one pay a pointer, not an existential.
     @exclusivity(unchecked) var result: ResultBox?
-    @usableFromInline let name: TaskName
+    /// The interned options of the latest declaration.
     @exclusivity(unchecked) @usableFromInline var options: TaskOptions
     /// The action of the latest generation while it has not started.
     @exclusivity(unchecked) var pendingAction: RunBody?
@@ -30,10 +31,13 @@ class AnyTaskRecord: @unchecked Sendable {
     /// `pendingAction`'s tag: elsewhere it takes the record (with its key) into the next
     /// malloc size class, 16 bytes more per slot (W6).
     @exclusivity(unchecked) @usableFromInline var hasObservers = false
+    /// The next task of the same slot (a slot's tasks are a list from its first).
     @exclusivity(unchecked) @usableFromInline var nextInSlot: AnyTaskRecord?
     /// The current run's task, while it is current.
     @exclusivity(unchecked) var runningTask: RunTask?
+    /// The latest declared identity, which the next declaration is compared with.
     @exclusivity(unchecked) var identity: (any Hashable & Sendable)?
+    @usableFromInline let name: TaskName
     var phase: TaskPhase { core.phase(of: self) }
     var generation: UInt64 { state.generation }
     var showsProgress: Bool { state.showsProgress }
@@ -87,6 +91,8 @@ class AnyTaskRecord: @unchecked Sendable {
 /// A record that knows its slot's key, for observers.
 @usableFromInline
 final class TaskRecord<Key: Hashable & Sendable>: AnyTaskRecord, @unchecked Sendable {
+    // @unchecked Sendable: as its superclass; the one field it adds, `key`, is a `let` of a
+    // Sendable type.
     @usableFromInline let key: Key
 
     @usableFromInline
@@ -129,6 +135,7 @@ final class TaskRecord<Key: Hashable & Sendable>: AnyTaskRecord, @unchecked Send
 
     override func drained() {
         guard let owner = core.owner else { return }
+        // unsafeDowncast: a record's core is owned by the registry of the record's key type.
         unsafeDowncast(owner, to: TaskRegistry<Key>.self).forgetRemoved(self)
     }
 }
