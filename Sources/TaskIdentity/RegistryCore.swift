@@ -19,8 +19,9 @@ final class RegistryCore: @unchecked Sendable {
     let clock: LoopClock
     /// The way onto the loop thread for actions that run on other executors.
     let door: LoopDoor
-    /// Every counter moves inside `TaskStateMachine`'s transitions (`liveSlots` and
-    /// `staleCommitsDropped` excepted: they count slots and commits, not task states).
+    /// Every counter of task states moves inside `TaskStateMachine`'s transitions; four count
+    /// other things and move outside it: `liveSlots` (slots), `staleCommitsDropped` (commits),
+    /// `identityEvaluations` and `observationCyclesStopped` (observed identity closures).
     /// Unchecked exclusivity: loop thread only, moved on every change.
     @exclusivity(unchecked) @usableFromInline var counters = RegistryCounters()
     /// Read on every declaration and every run's end: unchecked like the counters.
@@ -376,14 +377,6 @@ final class RegistryCore: @unchecked Sendable {
     }
 
     // MARK: - Ends
-
-    /// Cancels the current run of `record` for `reason`, keeping its slot and its pending
-    /// generation. A Swift task is cancelled and ends later, cooperatively; a synchronous run
-    /// ends now (its action is not called, or has been called already).
-    func cancelCurrentRun(_ record: AnyTaskRecord, reason: CancellationReason) {
-        carryOut(record.state.cancel(reason: reason, counters: &counters), on: record)
-        noteQuiescence()
-    }
 
     /// `TaskRegistry.cancel`: ends the pending generation and the current run of `record`,
     /// which stays in its slot and forgets its identity.

@@ -329,16 +329,6 @@ struct TaskStateMachine: Sendable, CustomStringConvertible {
         return effects
     }
 
-    /// Cancels the current run, if any, for `reason`. A Swift task ends later, cooperatively; a
-    /// synchronous run that has not called its action ends now; one inside its action ends
-    /// when the action returns.
-    mutating func cancel(reason: CancellationReason, counters: inout RegistryCounters) -> Effects {
-        check(!isRemoved, "cancel")
-        var effects = Effects()
-        cancelRun(reason: reason, into: &effects, counters: &counters)
-        return effects
-    }
-
     /// The slot is gone (`reason` `.removed`), or the registry shuts down
     /// (`.registryShutDown`): the pending generation and the current run end cancelled, and
     /// only runs already cancelled are left to end.
@@ -383,11 +373,6 @@ struct TaskStateMachine: Sendable, CustomStringConvertible {
         open.throttleReadyAt = 0
         advancePending(open, into: &effects)
         return effects
-    }
-
-    /// The registry shuts down: `remove(reason: .registryShutDown)`.
-    mutating func shutDown(counters: inout RegistryCounters) -> Effects {
-        remove(reason: .registryShutDown, counters: &counters)
     }
 
     /// The current run's progress delay elapsed: whether to turn its progress signal on now.

@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 
 @testable import TaskIdentity
@@ -32,6 +33,22 @@ struct StateMachineTableTests {
         let pairs = Set(StateMachineTable.rows.map { "\($0.state)+\($0.event)" })
         #expect(pairs.count == StateName.allCases.count * EventName.allCases.count)
         #expect(StateMachineTable.rows.count == pairs.count)
+    }
+
+    /// The table's events are exactly the events the registry sends: every `mutating func` of
+    /// the machine that the sources call on a record's state (`….state.event(`) has its rows,
+    /// and the table has no event that production never sends.
+    @Test func theTableCoversExactlyTheEventsTheRegistrySends() throws {
+        let sources = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+            .appendingPathComponent("../../Sources/TaskIdentity").standardized
+        var sent: Set<String> = []
+        for file in try FileManager.default.contentsOfDirectory(atPath: sources.path) where file.hasSuffix(".swift") {
+            let text = try String(contentsOf: sources.appendingPathComponent(file), encoding: .utf8)
+            for match in text.matches(of: /\.state\.([a-zA-Z]+)\(/) { sent.insert(String(match.1)) }
+        }
+        // Queries, not events: they change nothing.
+        sent.subtract(["isCurrentRun", "brokenInvariant"])
+        #expect(sent == Set(EventName.allCases.map(\.method)))
     }
 
     @Test func everyTableStateKeepsTheInvariants() {
@@ -114,8 +131,18 @@ enum StateName: String, CaseIterable, Sendable {
 /// generation exists only under `keepRunning`).
 enum EventName: String, CaseIterable, Sendable {
     case declareEqual, declareNew, declareNewDebounced, declareNewKeepRunning, debounceDue, throttleDue
-    case startAllowed, runEndedCurrent, runEndedCancelled, cancel, remove, shutDown, progressDue
-    case synchronousRunDue
+    case startAllowed, runEndedCurrent, runEndedCancelled, remove, removeAtShutdown, progressDue
+    case synchronousRunDue, cancelByCaller, dropPending, runNow, inheritEndingRuns, previousRunEnded
+
+    /// The machine's method the event calls.
+    var method: String {
+        switch self {
+        case .declareEqual, .declareNew, .declareNewDebounced, .declareNewKeepRunning: return "declare"
+        case .runEndedCurrent, .runEndedCancelled: return "runEnded"
+        case .removeAtShutdown: return "remove"
+        default: return rawValue
+        }
+    }
 
     func apply(to machine: inout TaskStateMachine, counters: inout RegistryCounters) -> String {
         typealias Gate = TaskStateMachine.StartGate
@@ -146,12 +173,21 @@ enum EventName: String, CaseIterable, Sendable {
             return describe(
                 machine.runEnded(generation: 99, outcome: .cancelled, isShutDown: false, gate: due, counters: &counters)
             )
-        case .cancel:
-            return describe(machine.cancel(reason: .identityChanged, counters: &counters))
         case .remove:
             return describe(machine.remove(reason: .removed, counters: &counters))
-        case .shutDown:
-            return describe(machine.shutDown(counters: &counters))
+        case .removeAtShutdown:
+            return describe(machine.remove(reason: .registryShutDown, counters: &counters))
+        case .cancelByCaller:
+            return describe(machine.cancelByCaller(counters: &counters))
+        case .dropPending:
+            return describe(machine.dropPending(counters: &counters))
+        case .runNow:
+            return describe(machine.runNow(gate: due))
+        case .inheritEndingRuns:
+            machine.inheritEndingRuns(1)
+            return ""
+        case .previousRunEnded:
+            return describe(machine.previousRunEnded(gate: due))
         case .progressDue:
             return machine.progressDue(generation: 1) ? "result=true" : ""
         case .synchronousRunDue:
@@ -248,7 +284,11 @@ enum StateMachineTable {
                     "startQueued none g1/0 ending0 waiting inQueue | next=queueStart | declared+1 liveGenerations+1"),
                 .startAllowed: .traps, .runEndedCurrent: .traps, .runEndedCancelled: .traps,
                 .remove: .becomes("none none g0/0 ending0 idle removed |  | "),
-                .shutDown: .becomes("none none g0/0 ending0 idle removed |  | "),
+                .removeAtShutdown: .becomes("none none g0/0 ending0 idle removed |  | "),
+                .inheritEndingRuns: .becomes(
+                    "none none g0/0 ending1 idle |  | "
+                ),
+                .previousRunEnded: .traps,
             ]
         ),
         (
@@ -269,9 +309,20 @@ enum StateMachineTable {
                 .remove: .becomes(
                     "none none g1/0 ending0 cancelled(removed) removed | dropPending endedPending(g1 cancelled(removed)) | cancelled+1 liveGenerations-1"
                 ),
-                .shutDown: .becomes(
+                .removeAtShutdown: .becomes(
                     "none none g1/0 ending0 cancelled(registryShutDown) removed | dropPending endedPending(g1 cancelled(registryShutDown)) | cancelled+1 liveGenerations-1"
                 ),
+                .cancelByCaller: .becomes(
+                    "none none g1/0 ending0 cancelled(cancelledByCaller) | dropPending endedPending(g1 cancelled(cancelledByCaller)) | cancelled+1 liveGenerations-1"
+                ),
+                .dropPending: .becomes(
+                    "none none g1/0 ending0 cancelled(pendingDropped) | dropPending endedPending(g1 cancelled(pendingDropped)) | cancelled+1 liveGenerations-1"
+                ),
+                .runNow: .becomes(
+                    "startQueued none g1/0 ending0 waiting inQueue | next=queueStart | "
+                ),
+                .inheritEndingRuns: .traps,
+                .previousRunEnded: .traps,
             ]
         ),
         (
@@ -293,17 +344,25 @@ enum StateMachineTable {
                     "debouncing none g2/1 ending0 waiting | dropTask endedRun(g1 finished) | finished+1 runningActions-1 liveGenerations-1"
                 ),
                 .runEndedCancelled: .traps,
-                .cancel: .becomes(
-                    "debouncing none g2/1 ending1 waiting | cancelTask endedRun(g1 cancelled(identityChanged)) | cancelled+1 liveGenerations-1"
-                ),
                 .remove: .becomes(
                     "none none g2/1 ending1 cancelled(removed) removed | cancelTask dropPending endedPending(g2 cancelled(removed)) endedRun(g1 cancelled(removed)) | cancelled+2 liveGenerations-2"
                 ),
-                .shutDown: .becomes(
+                .removeAtShutdown: .becomes(
                     "none none g2/1 ending1 cancelled(registryShutDown) removed | cancelTask dropPending endedPending(g2 cancelled(registryShutDown)) endedRun(g1 cancelled(registryShutDown)) | cancelled+2 liveGenerations-2"
                 ),
                 .progressDue: .becomes("debouncing task g2/1 ending0 waiting progress | result=true | "),
                 .synchronousRunDue: .traps,
+                .cancelByCaller: .becomes(
+                    "none none g2/1 ending1 cancelled(cancelledByCaller) | cancelTask dropPending endedPending(g2 cancelled(cancelledByCaller)) endedRun(g1 cancelled(cancelledByCaller)) | cancelled+2 liveGenerations-2"
+                ),
+                .dropPending: .becomes(
+                    "none task g2/1 ending0 cancelled(pendingDropped) | dropPending endedPending(g2 cancelled(pendingDropped)) | cancelled+1 liveGenerations-1"
+                ),
+                .runNow: .becomes(
+                    "awaitingPrevious task g2/1 ending0 waiting | next=waitForPrevious | "
+                ),
+                .inheritEndingRuns: .traps,
+                .previousRunEnded: .traps,
             ]
         ),
         (
@@ -324,9 +383,20 @@ enum StateMachineTable {
                 .remove: .becomes(
                     "none none g2/1 ending0 cancelled(removed) removed | stopThrottle dropPending endedPending(g2 cancelled(removed)) | cancelled+1 liveGenerations-1"
                 ),
-                .shutDown: .becomes(
+                .removeAtShutdown: .becomes(
                     "none none g2/1 ending0 cancelled(registryShutDown) removed | stopThrottle dropPending endedPending(g2 cancelled(registryShutDown)) | cancelled+1 liveGenerations-1"
                 ),
+                .cancelByCaller: .becomes(
+                    "none none g2/1 ending0 cancelled(cancelledByCaller) | stopThrottle dropPending endedPending(g2 cancelled(cancelledByCaller)) | cancelled+1 liveGenerations-1"
+                ),
+                .dropPending: .becomes(
+                    "none none g2/1 ending0 cancelled(pendingDropped) | stopThrottle dropPending endedPending(g2 cancelled(pendingDropped)) | cancelled+1 liveGenerations-1"
+                ),
+                .runNow: .becomes(
+                    "startQueued none g2/1 ending0 waiting inQueue | stopThrottle next=queueStart | "
+                ),
+                .inheritEndingRuns: .traps,
+                .previousRunEnded: .traps,
             ]
         ),
         (
@@ -350,8 +420,18 @@ enum StateMachineTable {
                 .remove: .becomes(
                     "none none g2/1 ending1 cancelled(removed) removed | dropPending endedPending(g2 cancelled(removed)) | cancelled+1 liveGenerations-1"
                 ),
-                .shutDown: .becomes(
+                .removeAtShutdown: .becomes(
                     "none none g2/1 ending1 cancelled(registryShutDown) removed | dropPending endedPending(g2 cancelled(registryShutDown)) | cancelled+1 liveGenerations-1"
+                ),
+                .cancelByCaller: .becomes(
+                    "none none g2/1 ending1 cancelled(cancelledByCaller) | dropPending endedPending(g2 cancelled(cancelledByCaller)) | cancelled+1 liveGenerations-1"
+                ),
+                .dropPending: .becomes(
+                    "none none g2/1 ending1 cancelled(pendingDropped) | dropPending endedPending(g2 cancelled(pendingDropped)) | cancelled+1 liveGenerations-1"
+                ),
+                .inheritEndingRuns: .traps,
+                .previousRunEnded: .becomes(
+                    "startQueued none g2/1 ending0 waiting inQueue | next=queueStart | "
                 ),
             ]
         ),
@@ -373,9 +453,17 @@ enum StateMachineTable {
                 .remove: .becomes(
                     "none none g1/0 ending0 cancelled(removed) removed inQueue | dropPending endedPending(g1 cancelled(removed)) | cancelled+1 liveGenerations-1"
                 ),
-                .shutDown: .becomes(
+                .removeAtShutdown: .becomes(
                     "none none g1/0 ending0 cancelled(registryShutDown) removed inQueue | dropPending endedPending(g1 cancelled(registryShutDown)) | cancelled+1 liveGenerations-1"
                 ),
+                .cancelByCaller: .becomes(
+                    "none none g1/0 ending0 cancelled(cancelledByCaller) inQueue | dropPending endedPending(g1 cancelled(cancelledByCaller)) | cancelled+1 liveGenerations-1"
+                ),
+                .dropPending: .becomes(
+                    "none none g1/0 ending0 cancelled(pendingDropped) inQueue | dropPending endedPending(g1 cancelled(pendingDropped)) | cancelled+1 liveGenerations-1"
+                ),
+                .inheritEndingRuns: .traps,
+                .previousRunEnded: .traps,
             ]
         ),
         (
@@ -397,9 +485,20 @@ enum StateMachineTable {
                 .remove: .becomes(
                     "none none g2/0 ending0 cancelled(removed) removed inQueue | dropPending endedPending(g2 cancelled(removed)) | cancelled+1 liveGenerations-1"
                 ),
-                .shutDown: .becomes(
+                .removeAtShutdown: .becomes(
                     "none none g2/0 ending0 cancelled(registryShutDown) removed inQueue | dropPending endedPending(g2 cancelled(registryShutDown)) | cancelled+1 liveGenerations-1"
                 ),
+                .cancelByCaller: .becomes(
+                    "none none g2/0 ending0 cancelled(cancelledByCaller) inQueue | dropPending endedPending(g2 cancelled(cancelledByCaller)) | cancelled+1 liveGenerations-1"
+                ),
+                .dropPending: .becomes(
+                    "none none g2/0 ending0 cancelled(pendingDropped) inQueue | dropPending endedPending(g2 cancelled(pendingDropped)) | cancelled+1 liveGenerations-1"
+                ),
+                .runNow: .becomes(
+                    "startQueued none g2/0 ending0 waiting inQueue |  | "
+                ),
+                .inheritEndingRuns: .traps,
+                .previousRunEnded: .traps,
             ]
         ),
         (
@@ -420,17 +519,19 @@ enum StateMachineTable {
                     "none none g1/1 ending0 finished | dropTask endedRun(g1 finished) | finished+1 runningActions-1 liveGenerations-1"
                 ),
                 .runEndedCancelled: .traps,
-                .cancel: .becomes(
-                    "none none g1/1 ending1 cancelled(identityChanged) | cancelTask endedRun(g1 cancelled(identityChanged)) | cancelled+1 liveGenerations-1"
-                ),
                 .remove: .becomes(
                     "none none g1/1 ending1 cancelled(removed) removed | cancelTask endedRun(g1 cancelled(removed)) | cancelled+1 liveGenerations-1"
                 ),
-                .shutDown: .becomes(
+                .removeAtShutdown: .becomes(
                     "none none g1/1 ending1 cancelled(registryShutDown) removed | cancelTask endedRun(g1 cancelled(registryShutDown)) | cancelled+1 liveGenerations-1"
                 ),
                 .progressDue: .becomes("none task g1/1 ending0 running progress | result=true | "),
                 .synchronousRunDue: .traps,
+                .cancelByCaller: .becomes(
+                    "none none g1/1 ending1 cancelled(cancelledByCaller) | cancelTask endedRun(g1 cancelled(cancelledByCaller)) | cancelled+1 liveGenerations-1"
+                ),
+                .inheritEndingRuns: .traps,
+                .previousRunEnded: .traps,
             ]
         ),
         (
@@ -447,17 +548,19 @@ enum StateMachineTable {
                     "awaitingPrevious synchronousDelayed g2/1 ending0 waiting | next=waitForPrevious waiting(g2) | declared+1 liveGenerations+1"
                 ),
                 .startAllowed: .traps, .runEndedCurrent: .traps, .runEndedCancelled: .traps,
-                .cancel: .becomes(
-                    "none none g1/1 ending0 cancelled(identityChanged) | dropTask endedRun(g1 cancelled(identityChanged)) | cancelled+1 runningActions-1 liveGenerations-1"
-                ),
                 .remove: .becomes(
                     "none none g1/1 ending0 cancelled(removed) removed | dropTask endedRun(g1 cancelled(removed)) | cancelled+1 runningActions-1 liveGenerations-1"
                 ),
-                .shutDown: .becomes(
+                .removeAtShutdown: .becomes(
                     "none none g1/1 ending0 cancelled(registryShutDown) removed | dropTask endedRun(g1 cancelled(registryShutDown)) | cancelled+1 runningActions-1 liveGenerations-1"
                 ),
                 .progressDue: .becomes("none synchronousDelayed g1/1 ending0 running progress | result=true | "),
                 .synchronousRunDue: .becomes("none synchronousExecuting g1/1 ending0 running | result=true | "),
+                .cancelByCaller: .becomes(
+                    "none none g1/1 ending0 cancelled(cancelledByCaller) | dropTask endedRun(g1 cancelled(cancelledByCaller)) | cancelled+1 runningActions-1 liveGenerations-1"
+                ),
+                .inheritEndingRuns: .traps,
+                .previousRunEnded: .traps,
             ]
         ),
         (
@@ -478,17 +581,19 @@ enum StateMachineTable {
                     "none none g1/1 ending0 finished | dropTask endedRun(g1 finished) | finished+1 runningActions-1 liveGenerations-1"
                 ),
                 .runEndedCancelled: .traps,
-                .cancel: .becomes(
-                    "none none g1/1 ending1 cancelled(identityChanged) | dropTask endedRun(g1 cancelled(identityChanged)) | cancelled+1 liveGenerations-1"
-                ),
                 .remove: .becomes(
                     "none none g1/1 ending1 cancelled(removed) removed | dropTask endedRun(g1 cancelled(removed)) | cancelled+1 liveGenerations-1"
                 ),
-                .shutDown: .becomes(
+                .removeAtShutdown: .becomes(
                     "none none g1/1 ending1 cancelled(registryShutDown) removed | dropTask endedRun(g1 cancelled(registryShutDown)) | cancelled+1 liveGenerations-1"
                 ),
                 .progressDue: .becomes("none synchronousExecuting g1/1 ending0 running progress | result=true | "),
                 .synchronousRunDue: .traps,
+                .cancelByCaller: .becomes(
+                    "none none g1/1 ending1 cancelled(cancelledByCaller) | dropTask endedRun(g1 cancelled(cancelledByCaller)) | cancelled+1 liveGenerations-1"
+                ),
+                .inheritEndingRuns: .traps,
+                .previousRunEnded: .traps,
             ]
         ),
         (
@@ -504,7 +609,9 @@ enum StateMachineTable {
                     "startQueued none g2/1 ending0 waiting inQueue | next=queueStart | declared+1 liveGenerations+1"),
                 .startAllowed: .traps, .runEndedCurrent: .traps, .runEndedCancelled: .traps,
                 .remove: .becomes("none none g1/1 ending0 finished removed |  | "),
-                .shutDown: .becomes("none none g1/1 ending0 finished removed |  | "),
+                .removeAtShutdown: .becomes("none none g1/1 ending0 finished removed |  | "),
+                .inheritEndingRuns: .traps,
+                .previousRunEnded: .traps,
             ]
         ),
         (
@@ -523,7 +630,11 @@ enum StateMachineTable {
                 .runEndedCurrent: .becomes("none none g1/1 ending0 cancelled(identityChanged) |  | runningActions-1"),
                 .runEndedCancelled: .becomes("none none g1/1 ending0 cancelled(identityChanged) |  | runningActions-1"),
                 .remove: .becomes("none none g1/1 ending1 cancelled(identityChanged) removed |  | "),
-                .shutDown: .becomes("none none g1/1 ending1 cancelled(identityChanged) removed |  | "),
+                .removeAtShutdown: .becomes("none none g1/1 ending1 cancelled(identityChanged) removed |  | "),
+                .inheritEndingRuns: .traps,
+                .previousRunEnded: .becomes(
+                    "none none g1/1 ending0 cancelled(identityChanged) |  | "
+                ),
             ]
         ),
         (
@@ -532,8 +643,13 @@ enum StateMachineTable {
                 .declareEqual: .traps, .declareNew: .traps, .declareNewDebounced: .traps,
                 .declareNewKeepRunning: .traps,
                 .startAllowed: .becomes("none none g1/0 ending0 cancelled(removed) removed | result=skip | "),
-                .runEndedCurrent: .traps, .runEndedCancelled: .traps, .cancel: .traps, .remove: .traps,
-                .shutDown: .traps,
+                .runEndedCurrent: .traps, .runEndedCancelled: .traps, .remove: .traps,
+                .removeAtShutdown: .traps,
+                .cancelByCaller: .traps,
+                .dropPending: .traps,
+                .runNow: .traps,
+                .inheritEndingRuns: .traps,
+                .previousRunEnded: .traps,
             ]
         ),
         (
@@ -544,7 +660,14 @@ enum StateMachineTable {
                 .startAllowed: .traps,
                 .runEndedCurrent: .becomes("none none g1/1 ending0 cancelled(removed) removed |  | runningActions-1"),
                 .runEndedCancelled: .becomes("none none g1/1 ending0 cancelled(removed) removed |  | runningActions-1"),
-                .cancel: .traps, .remove: .traps, .shutDown: .traps,
+                .remove: .traps, .removeAtShutdown: .traps,
+                .cancelByCaller: .traps,
+                .dropPending: .traps,
+                .runNow: .traps,
+                .inheritEndingRuns: .traps,
+                .previousRunEnded: .becomes(
+                    "none none g1/1 ending0 cancelled(removed) removed |  | "
+                ),
             ]
         ),
         (
@@ -552,8 +675,13 @@ enum StateMachineTable {
             [
                 .declareEqual: .traps, .declareNew: .traps, .declareNewDebounced: .traps,
                 .declareNewKeepRunning: .traps,
-                .startAllowed: .traps, .runEndedCurrent: .traps, .runEndedCancelled: .traps, .cancel: .traps,
-                .remove: .traps, .shutDown: .traps,
+                .startAllowed: .traps, .runEndedCurrent: .traps, .runEndedCancelled: .traps, .remove: .traps,
+                .removeAtShutdown: .traps,
+                .cancelByCaller: .traps,
+                .dropPending: .traps,
+                .runNow: .traps,
+                .inheritEndingRuns: .traps,
+                .previousRunEnded: .traps,
             ]
         ),
     ]
