@@ -503,27 +503,29 @@ final class RegistryCore: @unchecked Sendable {
         failures = [:]
     }
 
+    /// The run of this registry that a task calling `shutdown()` belongs to, if that run is
+    /// still executing its action (decided before shutdown cancels anything): `caller` is the
+    /// task's `CurrentRun.marker`, `callerIsCancelled` whether the task was cancelled when it
+    /// called. Its task's current run is executing. A run no longer current was cancelled: it
+    /// is executing if the caller is that run or a child task of it, which its cancellation
+    /// reached; a task the run created that outlived it (`Task {}` inherits the marker, not the
+    /// cancellation) is not, and waits for every action like any caller. (Cancelled runs are
+    /// counted by their task, not named, so this is decided from the caller's side.)
+    func runAwaitingShutdown(_ caller: CurrentRun?, callerIsCancelled: Bool) -> RunKey? {
+        guard let caller, caller.record.core === self else { return nil }
+        let state = caller.record.state
+        guard state.isCurrentRun(caller.generation) || (callerIsCancelled && state.endingRuns > 0) else { return nil }
+        return RunKey(record: caller.record, generation: caller.generation)
+    }
+
     /// Calls `body` once no action is running (at once if none is), apart from the runs that
-    /// await `shutdown()` themselves. `caller`: the run the waiting task belongs to, if any
-    /// (`CurrentRun.marker`); it counts as one of those runs when it is a run of this
-    /// registry that has not ended.
-    func whenQuiesced(awaitedFrom caller: CurrentRun? = nil, _ body: @escaping () -> Void) {
-        if let caller, caller.record.core === self, hasNotEnded(caller) {
-            runsAwaitingShutdown.insert(RunKey(record: caller.record, generation: caller.generation))
-        }
+    /// await `shutdown()` themselves: `awaitingRun` is the caller's (`runAwaitingShutdown`).
+    func whenQuiesced(awaitingRun: RunKey? = nil, _ body: @escaping () -> Void) {
+        if let awaitingRun { runsAwaitingShutdown.insert(awaitingRun) }
         quiescedWaiters.append(body)
         // Through `quiesced()`, so that every waiter runs and the set of runs awaiting
         // shutdown starts again empty.
         if counters.runningActions == runsAwaitingShutdown.count { quiesced() }
-    }
-
-    /// Whether the run `run` of this registry is still executing its action: it is its task's
-    /// current run, or its task has cancelled runs still ending. (Cancelled runs are counted
-    /// by their task, not named: of a task with several cancelled runs ending, one that has
-    /// already ended reads as still ending, and shutdown may then return before the last of
-    /// them ends; it never waits for a run that awaits it.)
-    private func hasNotEnded(_ run: CurrentRun) -> Bool {
-        run.record.state.isCurrentRun(run.generation) || run.record.state.endingRuns > 0
     }
 
     private func quiesced() {

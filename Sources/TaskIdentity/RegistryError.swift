@@ -86,7 +86,7 @@ public struct RegistryError: Error, Hashable, Sendable, CustomStringConvertible 
         case .shutDown, .handleClosed: self.init(.shutDown, loopError: error)
         case .notStarted: self.init(.loopNotStarted, loopError: error)
         case .calledOffLoopThread: self.init(.calledOffLoopThread, loopError: error)
-        default: self.init(.loopFailed, detail: "the loop failed the call: \(error)", loopError: error)
+        default: self.init(.loopFailed, loopError: error)
         }
     }
 
@@ -143,6 +143,7 @@ public struct RegistryError: Error, Hashable, Sendable, CustomStringConvertible 
             return "too many calls are queued for the registry's loop; await flush() and call again"
         case .calledOffLoopThread:
             return "this call must be made on the registry's loop thread (use its async form elsewhere)"
+        case .loopFailed: return "the registry's loop failed the call"
         default: return "task registry error: \(code)"
         }
     }

@@ -29,7 +29,12 @@ extension TaskRegistry {
         }
     }
 
-    /// Shuts down (see `startShutdown()`) and returns once every action has ended. Once the
+    /// Shuts down (see `startShutdown()`) and returns once every action has ended. Awaited
+    /// inside one of this registry's own runs (its action, a child task of it, or a run
+    /// already cancelled that is ending), it does not wait for that run: it returns once every
+    /// other action has ended. A task a run created that outlives the run waits for every
+    /// action, like any caller; so does a `Task.detached` (it inherits nothing from the run:
+    /// awaiting shutdown there while the run awaits that task deadlocks them). Once the
     /// loop's own shutdown has begun, the loop's shutdown hook shuts the registry down and this
     /// returns at once: await the loop's shutdown instead (`await loop.shutdown()`). On a loop
     /// that has not started, it returns at once (no action has run), like `startShutdown()`.
@@ -47,10 +52,12 @@ extension TaskRegistry {
         // Awaited inside one of this registry's own runs (its action, or a child task of it),
         // shutdown must not wait for that run: it returns once every other action has ended.
         let caller = CurrentRun.marker
+        let callerIsCancelled = Task.isCancelled
         await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
             let work: @Sendable () -> Void = { [self] in
+                let awaitingRun = self.core.runAwaitingShutdown(caller, callerIsCancelled: callerIsCancelled)
                 self.applyShutdown()
-                self.core.whenQuiesced(awaitedFrom: caller) { continuation.resume() }
+                self.core.whenQuiesced(awaitingRun: awaitingRun) { continuation.resume() }
             }
             if loop.inLoop {
                 work()

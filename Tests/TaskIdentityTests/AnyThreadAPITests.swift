@@ -121,7 +121,8 @@ struct AnyThreadAPITests {
         #expect(refused.loopError?.code == .shutDown)
         #expect(refused.description.hasPrefix("the task registry has shut down ("))
         let failed = RegistryError(loopRefused: LoopError(.libuv(-22), operation: "uv_async_send"))
-        #expect(failed.code == .loopFailed)
+        #expect(failed == RegistryError(.loopFailed))
+        #expect(failed.description.hasPrefix("the registry's loop failed the call ("))
         #expect(failed.loopError?.code == .libuv(-22))
         #expect(Set([refused, RegistryError.shutDown]).count == 1)
     }

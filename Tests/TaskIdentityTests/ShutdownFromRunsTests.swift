@@ -101,6 +101,44 @@ struct ShutdownFromRunsTests {
         h.finish()
     }
 
+    /// A task that outlived its run is not counted as that run, even while its task has
+    /// another, cancelled run still ending: shutdown waits for that run and for every other
+    /// action.
+    @Test func aTaskThatOutlivesItsRunIsNotCountedWhileItsTaskHasAnotherRunEnding() throws {
+        let h = RegistryHarness<String>()
+        let (loop, registry, log) = (h.loop, h.registry, h.log)
+        let gate = Confined<CheckedContinuation<Void, Never>?>(nil)
+        let finishSecond = Confined<CheckedContinuation<Void, Never>?>(nil)
+        let finishOther = Confined<CheckedContinuation<Void, Never>?>(nil)
+        try registry.task("other", id: 1) { _ in
+            await withCheckedContinuation { finishOther.value = $0 }  // ignores cancellation
+            log.add("other ended")
+        }
+        try registry.task("spawner", id: 1) { [registry] _ in
+            Task(executorPreference: loop) {
+                await withCheckedContinuation { gate.value = $0 }
+                await registry.shutdown()
+                log.add("shutdown returned")
+            }
+        }
+        loop.run()  // g1 of "spawner" has ended; its task waits at the gate
+        try registry.task("spawner", id: 2) { _ in
+            await withCheckedContinuation { finishSecond.value = $0 }  // ignores cancellation
+            log.add("g2 ended")
+        }
+        loop.run()
+        gate.value!.resume()
+        loop.run()
+        #expect(log.take() == [])  // shutdown began; g2 (cancelled) and "other" still run
+        finishSecond.value!.resume()
+        loop.run()
+        #expect(log.take() == ["g2 ended"])  // "other" still runs: shutdown waits
+        finishOther.value!.resume()
+        loop.run()
+        #expect(log.take() == ["other ended", "shutdown returned"])
+        h.finish()
+    }
+
     /// The phases each stream hears when the registry shuts down with a task in each state:
     /// over, waiting out a debounce, running its second generation.
     private func phasesAtTheEnd(releasing: Bool) throws -> [String: [String]] {

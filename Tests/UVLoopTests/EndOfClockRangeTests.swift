@@ -6,7 +6,7 @@ import Testing
 struct EndOfClockRangeTests {
     static let nearTheEnd = LoopInstant(nanoseconds: UInt64.max - 5)
 
-    @Test func saturatingAddClampsAtTheEndOfTheRange() {
+    @Test func nanosecondsPlusSaturateAtTheEndOfTheRange() {
         #expect(LoopInstant.nanoseconds(1, plus: 2) == 3)
         #expect(LoopInstant.nanoseconds(UInt64.max - 5, plus: 5) == UInt64.max)
         #expect(LoopInstant.nanoseconds(UInt64.max - 5, plus: 10_000_000_000) == UInt64.max)
