@@ -145,7 +145,7 @@ final class RegistryCore: @unchecked Sendable {
     /// Applies one declaration to `record` (new when `isNew`): SwiftUI's rule, then the policy.
     @usableFromInline
     func declare(
-        _ record: AnyTaskRecord, isNew: Bool, identity: (any Hashable & Sendable)?, options: TaskOptions,
+        _ record: AnyTaskRecord, isNew: Bool, identity: consuming (any Hashable & Sendable)?, options: TaskOptions,
         body: RunBody
     ) {
         guard isNew || !identitiesEqual(record.identity, identity) else {

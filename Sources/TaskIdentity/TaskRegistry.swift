@@ -189,7 +189,7 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
 
     @inlinable
     func declare(
-        _ key: Key, name: TaskName, identity: (any Hashable & Sendable)?, values: TaskOptions.Values,
+        _ key: Key, name: TaskName, identity: consuming (any Hashable & Sendable)?, values: TaskOptions.Values,
         body: RunBody
     ) throws(RegistryError) {
         if core.unretainedLoop.inLoop {
@@ -203,7 +203,7 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
 
     @inlinable
     func apply(
-        _ key: Key, name: TaskName, identity: (any Hashable & Sendable)?, values: TaskOptions.Values,
+        _ key: Key, name: TaskName, identity: consuming (any Hashable & Sendable)?, values: TaskOptions.Values,
         body: RunBody, observed: Bool = false
     ) {
         // A declaration with an explicit identity replaces an observed one: its tracking ends.
