@@ -24,19 +24,64 @@ enum RunBody: Sendable {
     case synchronous(SynchronousTaskAction)
 }
 
-/// A `KeyedAction<Key>` with its key type erased, for `RunBody`.
+/// A `KeyedAction<Key>` with its key type erased, for `RunBody`. The run's record, which knows
+/// its key, calls it with the key: the action's own methods then know `Key` from the action
+/// itself, where naming `KeyedAction<Key>` from the record's generic code would look its type
+/// up at run time on every run (a generic metadata lookup, a quarter of the adapting closure's
+/// saving).
 @usableFromInline
-protocol KeyedTaskAction: AnyObject, Sendable {}
+protocol KeyedTaskAction: AnyObject, Sendable {
+    /// The Swift task of a run on the loop (`executor`), calling the action with `key`, its
+    /// record's key (of this action's key type: a template for `Key` is declared only on a
+    /// `TaskRegistry<Key>`). Loop thread only.
+    func makeRunTask<RecordKey>(
+        key: RecordKey, context: TaskContext, executor: any TaskExecutor, priority: TaskPriority
+    ) -> RunTask
+
+    /// Calls the action with `key`, as `makeRunTask` does (off the loop, inside the run's task).
+    func call<RecordKey>(key: RecordKey, context: TaskContext) async throws
+}
 
 /// The action of a `TaskTemplate<Key>`. Immutable; may be used on any thread.
-final class KeyedAction<Key>: KeyedTaskAction {
+final class KeyedAction<Key: Hashable & Sendable>: KeyedTaskAction {
     let action: nonisolated(nonsending) @Sendable (Key, TaskContext) async throws -> Void
 
     init(_ action: nonisolated(nonsending) @escaping @Sendable (Key, TaskContext) async throws -> Void) {
         self.action = action
     }
 
-    /// `keyed` as the action of a template for `Key`.
+    func makeRunTask<RecordKey>(
+        key recordKey: RecordKey, context: TaskContext, executor: any TaskExecutor, priority: TaskPriority
+    ) -> RunTask {
+        // unsafeBitCast: the record's key type is this action's `Key` (see the requirement;
+        // checked in debug builds, which every template test runs).
+        assert(RecordKey.self == Key.self, "BUG DETECTED: a template's action called with another key type")
+        let key = unsafeBitCast(recordKey, to: Key.self)
+        let action = self.action
+        // As `RegistryCore.startTask`'s task, with the key passed straight to the action.
+        return RunTask(executorPreference: executor, priority: priority) { () async throws -> Void in
+            var failure: (any Error)?
+            // The action is `nonisolated(nonsending)`: it runs right here, on the loop, with
+            // the run's marker bound for it and its child tasks (`shutdown()` reads it).
+            do {
+                try await CurrentRun.$marker.withValue(CurrentRun(record: context.run, generation: context.generation))
+                {
+                    try await action(key, context)
+                }
+            } catch {
+                failure = error
+            }
+            context.run.core.runEnded(context.run, generation: context.generation, failure: failure)
+        }
+    }
+
+    func call<RecordKey>(key recordKey: RecordKey, context: TaskContext) async throws {
+        // unsafeBitCast: the record's key type is this action's `Key` (see the requirement).
+        assert(RecordKey.self == Key.self, "BUG DETECTED: a template's action called with another key type")
+        try await action(unsafeBitCast(recordKey, to: Key.self), context)
+    }
+
+    /// `keyed` as the action of a template for `Key` (off the hot path: `ObservedTask`).
     static func of(_ keyed: any KeyedTaskAction) -> KeyedAction<Key> {
         // unsafeDowncast: a template for `Key` is declared only on a `TaskRegistry<Key>` (the
         // types say so), so the keyed actions of its records are `KeyedAction<Key>`s.

@@ -110,27 +110,11 @@ final class TaskRecord<Key: Hashable & Sendable>: AnyTaskRecord, @unchecked Send
     }
 
     override func makeKeyedRunTask(_ keyed: any KeyedTaskAction, _ context: TaskContext) -> RunTask {
-        let action = KeyedAction<Key>.of(keyed).action
-        let key = self.key
-        // As `RegistryCore.startTask`'s task, with the key passed straight to the action.
-        return RunTask(executorPreference: loop, priority: options.priority) { () async throws -> Void in
-            var failure: (any Error)?
-            // The action is `nonisolated(nonsending)`: it runs right here, on the loop, with
-            // the run's marker bound for it and its child tasks (`shutdown()` reads it).
-            do {
-                try await CurrentRun.$marker.withValue(CurrentRun(record: context.run, generation: context.generation))
-                {
-                    try await action(key, context)
-                }
-            } catch {
-                failure = error
-            }
-            context.run.core.runEnded(context.run, generation: context.generation, failure: failure)
-        }
+        keyed.makeRunTask(key: key, context: context, executor: loop, priority: options.priority)
     }
 
     override func callKeyed(_ keyed: any KeyedTaskAction, _ context: TaskContext) async throws {
-        try await KeyedAction<Key>.of(keyed).action(key, context)
+        try await keyed.call(key: key, context: context)
     }
 
     override func drained() {
@@ -144,7 +128,7 @@ final class TaskRecord<Key: Hashable & Sendable>: AnyTaskRecord, @unchecked Send
 /// throws (its action's error is handed to `runEnded`): a `Task<Void, Never>`'s operation is
 /// wrapped in a thunk that converts it to the throwing function the runtime calls, one more
 /// allocation (a 32-byte context) and call per run.
-typealias RunTask = Task<Void, any Error>
+@usableFromInline typealias RunTask = Task<Void, any Error>
 
 /// A task's latest stored result. Loop thread only.
 final class ResultBox {
