@@ -53,9 +53,9 @@ final class KeyedAction<Key: Hashable & Sendable>: KeyedTaskAction {
     func makeRunTask<RecordKey>(
         key recordKey: RecordKey, context: TaskContext, executor: any TaskExecutor, priority: TaskPriority
     ) -> RunTask {
-        // unsafeBitCast: the record's key type is this action's `Key` (see the requirement;
-        // checked in debug builds, which every template test runs).
         assert(RecordKey.self == Key.self, "BUG DETECTED: a template's action called with another key type")
+        // unsafeBitCast: the record's key type is this action's `Key` (see the requirement;
+        // asserted just above in debug builds, which every template test runs).
         let key = unsafeBitCast(recordKey, to: Key.self)
         let action = self.action
         // As `RegistryCore.startTask`'s task, with the key passed straight to the action.
@@ -76,8 +76,8 @@ final class KeyedAction<Key: Hashable & Sendable>: KeyedTaskAction {
     }
 
     func call<RecordKey>(key recordKey: RecordKey, context: TaskContext) async throws {
-        // unsafeBitCast: the record's key type is this action's `Key` (see the requirement).
         assert(RecordKey.self == Key.self, "BUG DETECTED: a template's action called with another key type")
+        // unsafeBitCast: the record's key type is this action's `Key` (see the requirement).
         try await action(unsafeBitCast(recordKey, to: Key.self), context)
     }
 
