@@ -86,7 +86,7 @@ final class RegistryCore: @unchecked Sendable {
 
     /// The interned options object for `values`, creating its deadline queues on first use.
     @usableFromInline
-    func options(for values: TaskOptions.Values) throws(LoopError) -> TaskOptions {
+    func options(for values: TaskOptions.Values, template: AnyObject? = nil) throws(LoopError) -> TaskOptions {
         if let options = optionsTable[values] { return options }
         var debounceQueue: DeadlineQueue<DebounceEntry>?
         let debounce = UInt64(values.debounce.clampedNanoseconds)
@@ -111,7 +111,7 @@ final class RegistryCore: @unchecked Sendable {
         }
         let options = TaskOptions(
             values: values, debounceQueue: debounceQueue, progressQueue: progressQueue,
-            synchronousQueue: synchronousQueue)
+            synchronousQueue: synchronousQueue, template: template)
         optionsTable[values] = options
         return options
     }

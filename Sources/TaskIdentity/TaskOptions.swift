@@ -59,11 +59,15 @@ final class TaskOptions: @unchecked Sendable {
     let progressQueue: DeadlineQueue<ProgressEntry>?
     /// The queue of synchronous runs waiting out `values.synchronousDelay`, if it is not zero.
     let synchronousQueue: DeadlineQueue<SynchronousRunEntry>?
+    /// The template whose declaration interned these options, if one did: a later declaration
+    /// of the same template finds its options by identity, without comparing `values`.
+    @usableFromInline let template: AnyObject?
 
     init(
         values: Values, debounceQueue: DeadlineQueue<DebounceEntry>?, progressQueue: DeadlineQueue<ProgressEntry>?,
-        synchronousQueue: DeadlineQueue<SynchronousRunEntry>?
+        synchronousQueue: DeadlineQueue<SynchronousRunEntry>?, template: AnyObject?
     ) {
+        self.template = template
         self.values = values
         self.debounceNanoseconds = UInt64(values.debounce.clampedNanoseconds)
         self.throttleNanoseconds = UInt64(values.throttle.clampedNanoseconds)

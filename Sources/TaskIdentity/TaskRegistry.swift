@@ -187,14 +187,15 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
         try declare(key, name: name, identity: makeIdentity(repeat each id), values: values, body: .task(action))
     }
 
+    /// `template`: the `TaskTemplate` declared, if any (its options are then found by identity).
     @inlinable
     func declare(
         _ key: Key, name: TaskName, identity: consuming (any Hashable & Sendable)?, values: TaskOptions.Values,
-        body: RunBody
+        body: RunBody, template: AnyObject? = nil
     ) throws(RegistryError) {
         if core.unretainedLoop.inLoop {
             guard !core.isShutDown else { throw .shutDown }
-            apply(key, name: name, identity: identity, values: values, body: body)
+            apply(key, name: name, identity: identity, values: values, body: body, template: template)
         } else {
             // Shutdown applies what was posted before it, so this always finds it running.
             try post(.declare(key, name, identity, values, body), limited: true)
@@ -204,17 +205,19 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
     @inlinable
     func apply(
         _ key: Key, name: TaskName, identity: consuming (any Hashable & Sendable)?, values: TaskOptions.Values,
-        body: RunBody, observed: Bool = false
+        body: RunBody, observed: Bool = false, template: AnyObject? = nil
     ) {
         // A declaration with an explicit identity replaces an observed one: its tracking ends.
         if !observations.isEmpty && !observed { stopObserving(ObserverKey(key: key, name: name)) }
         let existing = record(key, name)
         let options: TaskOptions
-        if let existing, existing.options.values == values {
+        if let existing,
+            (template != nil && existing.options.template === template) || existing.options.values == values
+        {
             options = existing.options
         } else {
             do {
-                options = try core.options(for: values)
+                options = try core.options(for: values, template: template)
             } catch {
                 // Only a loop that is shutting down refuses a timer; the registry goes with it.
                 core.logDebug("declaration of task '\(name)' dropped: the loop refused a timer (\(error))")

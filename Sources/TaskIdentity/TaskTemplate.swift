@@ -125,7 +125,7 @@ extension TaskRegistry {
     ) throws(RegistryError) {
         try declare(
             key, name: template.name, identity: makeIdentity(repeat each id), values: template.values,
-            body: template.body)
+            body: template.body, template: template)
     }
 }
 

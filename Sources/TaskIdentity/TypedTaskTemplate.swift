@@ -92,6 +92,6 @@ extension TaskRegistry {
     public func task<ID>(_ key: Key, id: ID, template: TypedTaskTemplate<Key, ID>) throws(RegistryError) {
         try declare(
             key, name: template.template.name, identity: id, values: template.template.values,
-            body: template.template.body)
+            body: template.template.body, template: template.template)
     }
 }
