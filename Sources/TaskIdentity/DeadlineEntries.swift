@@ -19,5 +19,5 @@ struct SynchronousRunEntry: DeadlineEntry {
     let deadline: UInt64
     let action: SynchronousTaskAction
     /// The run's identity: the record's may have moved on meanwhile (`keepRunning`).
-    let identity: (any Hashable & Sendable)?
+    let identity: any Hashable & Sendable
 }

@@ -25,6 +25,19 @@ public struct CompoundIdentity<each Value: Hashable & Sendable>: Hashable, Senda
     }
 }
 
+/// The stored identity of a task declared without an id: a value of a type of its own, equal
+/// only to itself. Records, contexts and queued runs store an identity as a plain existential,
+/// never as an optional one: copying an optional existential goes through the runtime's
+/// generic `Optional` witnesses (about a hundred instructions a copy, three copies per
+/// change), where a plain one calls its type's copy directly. `TaskContext.id` reads it as
+/// `nil`.
+///
+/// A value type; may be used on any thread.
+@usableFromInline
+struct NoIdentity: Hashable, Sendable {
+    @usableFromInline init() {}
+}
+
 /// Which of a slot's tasks a declaration means, like the position of a `.task` modifier on a
 /// view: a slot hosts one task per name. Most slots have one task and use `.main`.
 ///

@@ -145,7 +145,7 @@ final class RegistryCore: @unchecked Sendable {
     /// Applies one declaration to `record` (new when `isNew`): SwiftUI's rule, then the policy.
     @usableFromInline
     func declare(
-        _ record: AnyTaskRecord, isNew: Bool, identity: consuming (any Hashable & Sendable)?, options: TaskOptions,
+        _ record: AnyTaskRecord, isNew: Bool, identity: consuming any Hashable & Sendable, options: TaskOptions,
         body: RunBody
     ) {
         guard isNew || !identitiesEqual(record.identity, identity) else {
@@ -284,7 +284,7 @@ final class RegistryCore: @unchecked Sendable {
     /// Starts the run's Swift task, on the loop or on the task's executor, and its progress
     /// signal. Loop thread only.
     private func startTask(_ record: AnyTaskRecord, generation: UInt64, _ action: @escaping TaskAction) {
-        let context = TaskContext(run: record, generation: generation, id: record.identity)
+        let context = TaskContext(run: record, generation: generation, identity: record.identity)
         if let executor = record.options.values.executor.taskExecutor, executor !== loop {
             record.runningTask = startOffLoop(record, generation: generation, on: executor, context, action)
         } else {
@@ -314,7 +314,7 @@ final class RegistryCore: @unchecked Sendable {
     /// `startTask` for a template's action, which takes the slot's key: on the loop, the
     /// record (which knows its key's type) makes the task.
     private func startKeyedTask(_ record: AnyTaskRecord, generation: UInt64, _ action: any KeyedTaskAction) {
-        let context = TaskContext(run: record, generation: generation, id: record.identity)
+        let context = TaskContext(run: record, generation: generation, identity: record.identity)
         if let executor = record.options.values.executor.taskExecutor, executor !== loop {
             record.runningTask = startOffLoop(record, generation: generation, on: executor, context) { context in
                 try await context.run.callKeyed(action, context)
@@ -360,10 +360,10 @@ final class RegistryCore: @unchecked Sendable {
 
     /// Calls a synchronous run's action, inline on the loop thread, and ends the run.
     private func runSynchronously(
-        _ record: AnyTaskRecord, generation: UInt64, identity: (any Hashable & Sendable)?,
+        _ record: AnyTaskRecord, generation: UInt64, identity: any Hashable & Sendable,
         action: SynchronousTaskAction
     ) {
-        let context = TaskContext(run: record, generation: generation, id: identity)
+        let context = TaskContext(run: record, generation: generation, identity: identity)
         var failure: (any Error)?
         do { try action(context) } catch { failure = error }
         // If the action cancelled its own run (a new id, a remove, shutdown), its phase was
@@ -593,17 +593,9 @@ final class RegistryCore: @unchecked Sendable {
 struct ForgottenIdentity: Hashable, Sendable {}
 
 /// Compares two identities of unknown types: equal when of the same type and `==`.
-///
-/// Unwraps each side in place: a `switch` over the pair `(lhs, rhs)` would copy both
-/// existentials into a tuple (two value-witness copies and two destroys per declaration).
 @inline(__always)
-func identitiesEqual(_ lhs: (any Hashable & Sendable)?, _ rhs: (any Hashable & Sendable)?) -> Bool {
-    guard let lhs else {
-        if case .none = rhs { return true }
-        return false
-    }
-    guard let rhs else { return false }
-    return isEqual(lhs, rhs)
+func identitiesEqual(_ lhs: any Hashable & Sendable, _ rhs: any Hashable & Sendable) -> Bool {
+    isEqual(lhs, rhs)
 }
 
 private func isEqual<Left: Hashable>(_ lhs: Left, _ rhs: any Hashable & Sendable) -> Bool {

@@ -16,9 +16,15 @@ public struct TaskContext: Sendable {
     /// lifetime when it was declared, counting from 1.
     public let generation: UInt64
 
+    /// The identity this run was declared with, as the registry stores it (`NoIdentity` for
+    /// none: see there why it is not optional).
+    @usableFromInline let identity: any Hashable & Sendable
+
     /// The identity this run was declared with: the value itself for `id: value`, a
     /// `CompoundIdentity` for `id: a, b`, `nil` for a task declared without an id.
-    public let id: (any Hashable & Sendable)?
+    public var id: (any Hashable & Sendable)? {
+        type(of: identity) == NoIdentity.self ? nil : identity
+    }
 
     /// The registry loop's clock, for sleeps and deadlines that tests can drive in virtual time.
     ///
@@ -26,10 +32,10 @@ public struct TaskContext: Sendable {
     public var clock: LoopClock { run.core.clock }
 
     @usableFromInline
-    init(run: AnyTaskRecord, generation: UInt64, id: (any Hashable & Sendable)?) {
+    init(run: AnyTaskRecord, generation: UInt64, identity: any Hashable & Sendable) {
         self.run = run
         self.generation = generation
-        self.id = id
+        self.identity = identity
     }
 
     /// The identity as a concrete type, e.g. `context.id(as: URL.self)`.

@@ -36,7 +36,7 @@ class AnyTaskRecord: @unchecked Sendable {
     /// The current run's task, while it is current.
     @exclusivity(unchecked) var runningTask: RunTask?
     /// The latest declared identity, which the next declaration is compared with.
-    @exclusivity(unchecked) var identity: (any Hashable & Sendable)?
+    @exclusivity(unchecked) var identity: any Hashable & Sendable = NoIdentity()
     @usableFromInline let name: TaskName
     var phase: TaskPhase { core.phase(of: self) }
     var generation: UInt64 { state.generation }

@@ -62,7 +62,7 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
     /// one thread to be freed on another.
     @usableFromInline
     enum PostedOperation {
-        case declare(Key, TaskName, (any Hashable & Sendable)?, TaskOptions.Values, RunBody)
+        case declare(Key, TaskName, any Hashable & Sendable, TaskOptions.Values, RunBody)
         case remove(Key)
         case control(Key, TaskName, TaskControl)
         case flush(UnsafeContinuation<Void, Never>)
@@ -190,7 +190,7 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
     /// `template`: the `TaskTemplate` declared, if any (its options are then found by identity).
     @inlinable
     func declare(
-        _ key: Key, name: TaskName, identity: consuming (any Hashable & Sendable)?, values: TaskOptions.Values,
+        _ key: Key, name: TaskName, identity: consuming any Hashable & Sendable, values: TaskOptions.Values,
         body: RunBody, template: AnyObject? = nil
     ) throws(RegistryError) {
         if core.unretainedLoop.inLoop {
@@ -204,7 +204,7 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
 
     @inlinable
     func apply(
-        _ key: Key, name: TaskName, identity: consuming (any Hashable & Sendable)?, values: TaskOptions.Values,
+        _ key: Key, name: TaskName, identity: consuming any Hashable & Sendable, values: TaskOptions.Values,
         body: RunBody, observed: Bool = false, template: AnyObject? = nil
     ) {
         // A declaration with an explicit identity replaces an observed one: its tracking ends.
@@ -300,19 +300,15 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
 
 }
 
-/// The stored identity of a declaration: `nil` for none, the value itself for one, a
+/// The stored identity of a declaration: `NoIdentity` for none, the value itself for one, a
 /// `CompoundIdentity` for several.
 @inlinable
-func makeIdentity<each ID: Hashable & Sendable>(_ id: repeat each ID) -> (any Hashable & Sendable)? {
+func makeIdentity<each ID: Hashable & Sendable>(_ id: repeat each ID) -> any Hashable & Sendable {
     var count = 0
-    var first: (any Hashable & Sendable)?
+    var first: any Hashable & Sendable = NoIdentity()
     for value in repeat each id {
         if count == 0 { first = value }
         count += 1
     }
-    switch count {
-    case 0: return nil
-    case 1: return first
-    default: return CompoundIdentity(repeat each id)
-    }
+    return count > 1 ? CompoundIdentity(repeat each id) : first
 }
