@@ -51,6 +51,26 @@ struct StateMachineTableTests {
         #expect(sent == Set(EventName.allCases.map(\.method)))
     }
 
+    /// The stage has no case for these: building one from its parts traps.
+    @Test(arguments: [
+        "queued beside a run", "removed with a run", "removed with a pending generation",
+    ])
+    func noStageHoldsAnImpossibleCombination(combination: String) async {
+        await #expect(processExitsWith: .failure) { [combination] in
+            typealias M = TaskStateMachine
+            switch combination {
+            case "queued beside a run":
+                _ = M.testState(generation: 2, runGeneration: 1, pending: .startQueued, run: .task, phase: .waiting)
+            case "removed with a run":
+                _ = M.testState(
+                    generation: 1, runGeneration: 1, pending: .none, run: .task, isRemoved: true, phase: .running)
+            default:
+                _ = M.testState(
+                    generation: 1, runGeneration: 0, pending: .debouncing, run: .none, isRemoved: true, phase: .waiting)
+            }
+        }
+    }
+
     @Test func everyTableStateKeepsTheInvariants() {
         for state in StateName.allCases { #expect(state.machine.brokenInvariant() == nil, "\(state)") }
     }
