@@ -7,6 +7,9 @@ import PackageDescription
 //
 //     .package(url: "…/TaskIdentity", from: "…", traits: ["Logging", "Metrics"])
 //
+// One trait is not an integration: `PublicObservation` builds observed identities on
+// Observation's public interface alone (see ObservationMechanism.swift).
+//
 // The server (`taskid`) lives in the nested package at Tools/, the benchmark tooling at
 // Benchmarks/, and the example web service at Examples/search-service.
 let package = Package(
@@ -28,6 +31,11 @@ let package = Package(
             name: "NIO",
             description:
                 "The TaskLoopNIO module's NIOTaskLoop: a TaskLoop on a SwiftNIO EventLoop, for registries on a NIO server's own loops."
+        ),
+        .trait(
+            name: "PublicObservation",
+            description:
+                "Observed identities hear of writes through Observation's public withObservationTracking(_:onChange:) (before the store, plus a hop to the loop) instead of its underscored didSet interface, for a toolchain without it. A write made off the loop thread may then be read before it is stored; see ObservationMechanism."
         ),
         .default(enabledTraits: []),
     ],

@@ -1,9 +1,15 @@
 // Observation's `didSet` tracking is SPI (public, underscored for SwiftUI): the public
 // `onChange` fires in `willSet`, before the new value is stored, so an evaluation on the loop
-// could read the old value of a write made on another thread and miss it for good.
-@_spi(SwiftUI) import Observation
+// could read the old value of a write made on another thread and miss it for good. The
+// `PublicObservation` trait builds without the SPI (see `ObservationMechanism`).
 import Synchronization
 import UVLoop
+
+#if PublicObservation
+    import Observation
+#else
+    @_spi(SwiftUI) import Observation
+#endif
 
 /// The tracking of one observed task: its identity closure, evaluated on the loop thread with
 /// Observation tracking its reads, and what to declare with the value. Each evaluation arms the
@@ -20,14 +26,41 @@ class AnyIdentityTracker: @unchecked Sendable {
     /// Unchecked exclusivity: loop thread only, no access held across a call (docs/safety.md).
     @exclusivity(unchecked) final var isTracking = true
     final let subscription: ObservationSubscription
-    /// What Observation calls after a tracked property is stored: made once per tracker, so
-    /// that an evaluation allocates no closure for it.
-    final let onChange: @Sendable (ObservationTracking) -> Void
+    final let mechanism: ObservationMechanism
+    #if !PublicObservation
+        /// What Observation calls after a tracked property is stored (`didSet`): made once per
+        /// tracker, so that an evaluation allocates no closure for it.
+        final let onDidSet: @Sendable (ObservationTracking) -> Void
+    #endif
+    /// What Observation calls before a tracked property is stored (`willSetAndHop`); once.
+    final let onWillSet: @Sendable () -> Void
 
-    init(inbox: ObservationInbox) {
+    init(inbox: ObservationInbox, mechanism: ObservationMechanism) {
         let subscription = ObservationSubscription(inbox: inbox)
         self.subscription = subscription
-        self.onChange = { tracking in subscription.fired(tracking) }
+        self.mechanism = mechanism
+        #if !PublicObservation
+            self.onDidSet = { tracking in
+                tracking.cancel()  // one notification per evaluation: later writes wait for the next one
+                subscription.fired()
+            }
+        #endif
+        // Observation calls a public `onChange` once, and drops the tracking itself.
+        self.onWillSet = { subscription.fired() }
+    }
+
+    /// `read()`, with Observation tracking what it reads and reporting the first change of it
+    /// to the subscription, by `mechanism`.
+    @inline(__always)
+    final func tracking<Value>(_ read: () -> Value) -> Value {
+        #if PublicObservation
+            return withObservationTracking(read, onChange: onWillSet)
+        #else
+            switch mechanism {
+            case .didSet: return withObservationTracking(read, didSet: onDidSet)
+            case .willSetAndHop: return withObservationTracking(read, onChange: onWillSet)
+            }
+        #endif
     }
 
     /// Evaluates the identity closure and declares its value. Overridden per key and id type.
@@ -67,7 +100,7 @@ final class IdentityTracker<Key: Hashable & Sendable, ID: Hashable & Sendable>: 
         self.values = values
         self.identity = identity
         self.makeBody = makeBody
-        super.init(inbox: registry.observationInbox)
+        super.init(inbox: registry.observationInbox, mechanism: registry.observationMechanism)
     }
 
     override func evaluate(cause: ObservedRun?) {
@@ -99,7 +132,7 @@ final class IdentityTracker<Key: Hashable & Sendable, ID: Hashable & Sendable>: 
             // fires. (The reads are compared here, so that no `(ID, ID)` tuple is made: in
             // this unspecialized generic code its type metadata is built at run time, under a
             // lock.)
-            let tracked = withObservationTracking(identity, didSet: onChange)
+            let tracked = tracking(identity)
             let settled = identity()
             changedBetweenReads = settled != tracked
             return settled
@@ -118,8 +151,9 @@ final class IdentityTracker<Key: Hashable & Sendable, ID: Hashable & Sendable>: 
 }
 
 /// The link between a tracker's evaluations and Observation. Observation calls `fired` on the
-/// writer's thread, in the writer's context, after the value is stored; the first call after
-/// `arm` posts the tracker to the loop with the writer's causal link, later ones do nothing.
+/// writer's thread, in the writer's context, after the value is stored (before it, for
+/// `willSetAndHop`); the first call after `arm` posts the tracker to the loop with the writer's
+/// causal link, later ones do nothing.
 ///
 /// May be used from any thread: the tracker reference is an atomic word.
 final class ObservationSubscription: Sendable {
@@ -148,9 +182,8 @@ final class ObservationSubscription: Sendable {
         }
     }
 
-    /// A property an evaluation read has changed. Any thread.
-    func fired(_ tracking: ObservationTracking) {
-        tracking.cancel()  // one notification per evaluation: later writes wait for the next one
+    /// A property an evaluation read has changed (or is changing). Any thread.
+    func fired() {
         guard let tracker = take() else { return }
         inbox?.post(tracker, cause: ObservedRun.causeHere)
     }

@@ -29,6 +29,10 @@ extension TaskRegistry {
     /// }
     /// ```
     ///
+    /// - The re-evaluation reads a write after its store, from any thread. With the
+    ///   `PublicObservation` trait (Observation's public interface only, reporting a write
+    ///   before its store), that holds for writes on the loop thread; a write made on another
+    ///   thread may be read before it is stored, and is then seen only with the next write.
     /// - Only `identity` is tracked. The action's reads and writes never are, and properties
     ///   marked `@ObservationIgnored` are not tracked inside `identity` either: caches the
     ///   action keeps restart nothing.

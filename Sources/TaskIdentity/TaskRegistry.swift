@@ -56,6 +56,9 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
     ///
     /// May be read from any thread.
     public let maxObservationDepth: Int
+    /// How observed identities hear of writes (`ObservationMechanism.default` unless a test
+    /// picks the other). Immutable.
+    let observationMechanism: ObservationMechanism
 
     /// A call from another thread, queued for the loop. Declarations are stored as values, not
     /// as closures: no allocation per call beyond the queue's growth, and nothing allocated on
@@ -93,8 +96,12 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
     }
 
     /// Creates an empty registry on `loop` that reports to `log`. May be called from any thread.
-    init(loop: any TaskLoop, log: RegistryLog, maxObservationDepth: Int = 100) {
+    init(
+        loop: any TaskLoop, log: RegistryLog, maxObservationDepth: Int = 100,
+        observationMechanism: ObservationMechanism = .default
+    ) {
         self.maxObservationDepth = maxObservationDepth
+        self.observationMechanism = observationMechanism
         let phaseStreams = PhaseStreams<Key>()
         self.phaseStreams = phaseStreams
         core = RegistryCore(loop: loop, log: log, phaseStreams: phaseStreams)

@@ -519,46 +519,51 @@ struct ObservationTests {
         try loop.syncShutdown()
     }
 
-    /// Writes from 4 threads at once, on a real loop: every slot ends with the identity of its
-    /// model's last write (Observation reports a write after it is stored, so the evaluation it
-    /// posts reads the new value).
-    @Test func writesFromFourThreadsEndAtTheLastValues() async throws {
-        let loop = UVLoop(name: "observed-threads")
-        try loop.start()
-        let registry = TaskRegistry<Int>(loop: loop)
-        let models = (0..<40).map { _ in SharedCounter() }
-        let committed = try await loop.submit { LoopBound([Int: Int](), loop: loop) }
-        try await loop.submit {
-            for (slot, model) in models.enumerated() {
-                try registry.task(slot, tracking: { model.value }) { value, context in
-                    context.commit { committed.value[slot] = value }
+    #if !PublicObservation
+        // Only with the `didSet` mechanism: with `willSetAndHop` (the `PublicObservation`
+        // trait) a write from another thread may be read before its store, and then missed
+        // until the next (`ObservationMechanismTests` pins that difference deterministically).
+        /// Writes from 4 threads at once, on a real loop: every slot ends with the identity of its
+        /// model's last write (Observation reports a write after it is stored, so the evaluation it
+        /// posts reads the new value).
+        @Test func writesFromFourThreadsEndAtTheLastValues() async throws {
+            let loop = UVLoop(name: "observed-threads")
+            try loop.start()
+            let registry = TaskRegistry<Int>(loop: loop)
+            let models = (0..<40).map { _ in SharedCounter() }
+            let committed = try await loop.submit { LoopBound([Int: Int](), loop: loop) }
+            try await loop.submit {
+                for (slot, model) in models.enumerated() {
+                    try registry.task(slot, tracking: { model.value }) { value, context in
+                        context.commit { committed.value[slot] = value }
+                    }
                 }
             }
-        }
-        let writers = (0..<4).map { thread in
-            PlainThread {
-                for write in 1...20_000 { models[thread * 10 + write % 10].value = write }
+            let writers = (0..<4).map { thread in
+                PlainThread {
+                    for write in 1...20_000 { models[thread * 10 + write % 10].value = write }
+                }
             }
+            for writer in writers { writer.join() }
+            var expected: [Int: Int] = [:]
+            for thread in 0..<4 {
+                for slot in 0..<10 { expected[thread * 10 + slot] = (1...20_000).last { $0 % 10 == slot }! }
+            }
+            // Posted evaluations and their runs finish in a few loop turns; a lost write never does.
+            var finals: [Int: Int] = [:]
+            for _ in 0..<100_000 {
+                finals = try await loop.submit { committed.value }
+                if finals == expected { break }
+                await Task.yield()
+            }
+            #expect(finals == expected)
+            let counters = try await registry.countersSnapshot()
+            #expect(counters.identityEvaluations < 40 + 80_000, "writes coalesced: \(counters)")
+            await registry.shutdown()
+            try loop.syncShutdown()
+            #expect(loop.liveHandleCount == 0)
         }
-        for writer in writers { writer.join() }
-        var expected: [Int: Int] = [:]
-        for thread in 0..<4 {
-            for slot in 0..<10 { expected[thread * 10 + slot] = (1...20_000).last { $0 % 10 == slot }! }
-        }
-        // Posted evaluations and their runs finish in a few loop turns; a lost write never does.
-        var finals: [Int: Int] = [:]
-        for _ in 0..<100_000 {
-            finals = try await loop.submit { committed.value }
-            if finals == expected { break }
-            await Task.yield()
-        }
-        #expect(finals == expected)
-        let counters = try await registry.countersSnapshot()
-        #expect(counters.identityEvaluations < 40 + 80_000, "writes coalesced: \(counters)")
-        await registry.shutdown()
-        try loop.syncShutdown()
-        #expect(loop.liveHandleCount == 0)
-    }
+    #endif
 
     /// A write between the tracked read and the read after it may change which properties
     /// the identity depends on (`useA ? a : b`): the tracker evaluates again, tracked, so that
