@@ -181,10 +181,7 @@ struct ObservationTests {
             context.commit { counter.value.value = value + 1 }
         }
         loop.run()
-        guard case .failed(let error as ObservationCycleError)? = try registry.phase(of: "A") else {
-            Issue.record("A should have failed with a cycle error: \(String(describing: try registry.phase(of: "A")))")
-            return
-        }
+        guard let error = try cycleError(of: "A", in: registry) else { return }
         // Runs at depths 0...100 ran (101 of them); the 102nd generation was stopped.
         #expect(counter.value.value == 101)
         #expect(error.limit == 100)
@@ -231,10 +228,7 @@ struct ObservationTests {
         #expect(try registry.counters.started == 2)
         ping.value.value = 1  // from outside: the root of the chain
         loop.run()
-        guard case .failed(let error as ObservationCycleError)? = try registry.phase(of: "A") else {
-            Issue.record("A should have failed with a cycle error: \(String(describing: try registry.phase(of: "A")))")
-            return
-        }
+        guard let error = try cycleError(of: "A", in: registry) else { return }
         // Depths 0...5 ran, alternating; A's next generation, at depth 6, was stopped.
         #expect(error.chain.map { $0.key as? String } == ["A", "B", "A", "B", "A", "B", "A"])
         #expect(error.chain.map(\.generation) == [2, 2, 3, 3, 4, 4, 5])
@@ -651,10 +645,7 @@ struct ObservationTests {
         loop.run()
         stages.value[0].value = 1
         loop.run()
-        guard case .failed(let error as ObservationCycleError)? = try registry.phase(of: 3) else {
-            Issue.record("stage 3 should have been stopped: \(String(describing: try registry.phase(of: 3)))")
-            return
-        }
+        guard let error = try cycleError(of: 3, in: registry) else { return }
         #expect(error.chain.map { $0.key as? Int } == [0, 1, 2, 3])
         #expect(error.cycle.isEmpty)
         #expect(error.description.hasPrefix("observation chain stopped: 0/main → 1/main → 2/main → 3/main"))

@@ -228,7 +228,7 @@ struct RealLoopTests {
             }
         }
         await registry.flush()
-        try await Task(executorPreference: loop) { await Task.yield() }.value
+        await Task(executorPreference: loop) { await Task.yield() }.value
         // Let every started action finish.
         while try await registry.countersSnapshot().runningActions > 0 { await Task.yield() }
         let counters = try await registry.countersSnapshot()

@@ -69,3 +69,18 @@ struct RegistryHarness<Key: Hashable & Sendable> {
         #expect(loop.queuedWorkCount == 0, sourceLocation: sourceLocation)
     }
 }
+
+/// The `ObservationCycleError` that the task of slot `key` failed with; records an issue and
+/// returns nil when its phase is anything else.
+func cycleError<Key>(
+    of key: Key, in registry: TaskRegistry<Key>, sourceLocation: SourceLocation = #_sourceLocation
+) throws -> ObservationCycleError? {
+    let phase = try registry.phase(of: key)
+    guard case .failed(let error as ObservationCycleError)? = phase else {
+        Issue.record(
+            "\(key) should have failed with a cycle error: \(String(describing: phase))", sourceLocation: sourceLocation
+        )
+        return nil
+    }
+    return error
+}

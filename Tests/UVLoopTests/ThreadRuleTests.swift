@@ -130,7 +130,7 @@ struct OpenObjects: @unchecked Sendable {
 
     /// Closes every object on the loop thread, as their owner must.
     func closeAll(on loop: UVLoop) async throws {
-        try await Task(executorPreference: loop) {
+        await Task(executorPreference: loop) {
             timer.close()
             watcher.close()
             listener.close()
