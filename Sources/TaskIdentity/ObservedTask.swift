@@ -193,6 +193,7 @@ extension TaskRegistry {
             }
         }
         core.declare(existing, isNew: false, identity: value, options: options, body: tracker.makeBody(value, run))
+        core.trace(existing, existing.generation, .observedChange(writer: run.parent.map(TraceEvent.Writer.init)))
     }
 
     /// Ends `tracker`'s tracking and declares `value` as a generation (`run`'s) that fails
@@ -212,6 +213,7 @@ extension TaskRegistry {
         apply(
             tracker.key, name: tracker.name, identity: value, values: values,
             body: .synchronous({ _ in throw error }), observed: true)
+        if let record = record(tracker.key, tracker.name) { core.trace(record, record.generation, .cycleStopped) }
     }
 }
 

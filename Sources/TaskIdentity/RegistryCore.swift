@@ -44,6 +44,10 @@ final class RegistryCore: @unchecked Sendable {
     /// The registry that owns this core, for forgetting removed records. Weak: a registry
     /// dropped without shutdown leaves running actions that still end here.
     weak var owner: AnyObject?
+    /// The trace being recorded, if any (`TaskRegistry.startTrace`). Unchecked exclusivity:
+    /// loop thread only, read at every traced place and never held across a call
+    /// (docs/safety.md).
+    @exclusivity(unchecked) @usableFromInline var trace: TraceRecorder?
     /// The owner's `PhaseStreams<Key>`, where records publish their phases: held here too, so
     /// that a registry released without shutdown still ends its streams the way shutdown does.
     let phaseStreams: AnyObject
@@ -160,12 +164,18 @@ final class RegistryCore: @unchecked Sendable {
         let effects = record.state.declare(
             changed: true, debounce: options.debounceNanoseconds, gate: gate(record, now: now),
             counters: &counters)
+        trace(record, record.state.generation, .declared(identity: String(describing: record.identity)))
         carryOut(effects, on: record)
     }
 
     /// Does what an event's transition asks for, in the order `Effects` documents.
+    /// `endedRun`: the generation of the run whose end (`runEnded`) these effects are, which
+    /// the trace records as an end, not a cancellation.
     @inline(__always)
-    private func carryOut(_ effects: TaskStateMachine.Effects, on record: AnyTaskRecord) {
+    private func carryOut(
+        _ effects: TaskStateMachine.Effects, on record: AnyTaskRecord, endedRun: UInt64? = nil
+    ) {
+        if trace != nil { traceEffects(effects, on: record, endedRun: endedRun) }
         if effects.stopThrottleTimer { throttles[ObjectIdentifier(record)]?.timer?.stop() }
         if effects.cancelTask {
             record.runningTask?.cancel()
@@ -189,6 +199,30 @@ final class RegistryCore: @unchecked Sendable {
         #if TASKIDENTITY_INTERNAL_CHECKS
             checkInvariants(record)
         #endif
+    }
+
+    /// The trace's part of `carryOut`: the cancellations an event caused, and the window a
+    /// generation starts waiting out.
+    @inline(never)
+    private func traceEffects(_ effects: TaskStateMachine.Effects, on record: AnyTaskRecord, endedRun: UInt64?) {
+        // In `Effects`' order: the pending generation, then the run.
+        if let change = effects.endedPending, case .cancelled(let reason) = change.phase {
+            trace(record, change.generation, .cancelled(reason, ofRun: false))
+        }
+        if let generation = endedRun {
+            // The current run's end has its phase; a cancelled run's end, none.
+            trace(record, generation, .runEnded(phase: effects.endedRun.map { "\($0.phase)" }))
+        } else if let change = effects.endedRun, case .cancelled(let reason) = change.phase {
+            trace(record, change.generation, .cancelled(reason, ofRun: true))
+        }
+        switch effects.next {
+        case .waitForDebounce(let deadline):
+            trace(record, record.state.generation, .windowOpened(.debounce, until: deadline))
+        case .waitForThrottle(let until):
+            trace(record, record.state.generation, .windowOpened(.throttle, until: until))
+        case .none, .waitForPrevious, .queueStart:
+            break
+        }
     }
 
     /// Queues `record`'s pending run to start at the end of this loop turn. Several
@@ -234,6 +268,9 @@ final class RegistryCore: @unchecked Sendable {
         if state.timer == nil {
             state.timer = try? loop.makeTimer { [weak self, weak record] in
                 guard let self, let record else { return }
+                if record.state.pending == .throttled {
+                    self.trace(record, record.state.generation, .windowClosed(.throttle))
+                }
                 let effects = record.state.throttleDue(gate: self.gate(record, now: self.loop.now.nanoseconds))
                 self.carryOut(effects, on: record)
             }
@@ -256,6 +293,7 @@ final class RegistryCore: @unchecked Sendable {
         }
         guard let generation = record.state.startAllowed(kind: kind, counters: &counters) else { return }
         let body = record.pendingAction.take()!
+        trace(record, generation, .runStarted(onLoop: record.runsOnLoop(loop)))
         if record.options.throttleNanoseconds > 0 { throttleState(record).lastStart = loop.now.nanoseconds }
         publish(record, TaskStateMachine.PhaseChange(generation: generation, phase: .running))
         #if TASKIDENTITY_INTERNAL_CHECKS
@@ -397,6 +435,11 @@ final class RegistryCore: @unchecked Sendable {
     /// `TaskRegistry.runNow`: starts the generation of `record` waiting out its debounce or
     /// throttle window.
     func runNow(_ record: AnyTaskRecord) {
+        switch record.state.pending {
+        case .debouncing: trace(record, record.state.generation, .windowClosed(.debounce))
+        case .throttled: trace(record, record.state.generation, .windowClosed(.throttle))
+        case .none, .awaitingPrevious, .startQueued: break
+        }
         carryOut(record.state.runNow(gate: gate(record)), on: record)
     }
 
@@ -422,7 +465,7 @@ final class RegistryCore: @unchecked Sendable {
             // Published here, with its error; `carryOut` publishes the rest.
             if record.hasObservers { record.publish(generation: ended.generation, phase: .failed(failure!)) }
         }
-        carryOut(effects, on: record)
+        carryOut(effects, on: record, endedRun: generation)
         if record.state.isRemoved { removedRecordRunEnded(record) }
         // A run that awaited shutdown from an unstructured task of its own may end first.
         if isShutDown && !runsAwaitingShutdown.isEmpty {
@@ -434,6 +477,7 @@ final class RegistryCore: @unchecked Sendable {
     /// The slot of `record` is gone: cancel its waiting and running generations.
     func remove(_ record: AnyTaskRecord, reason: CancellationReason) {
         if record.state.phase == .failed { failures[ObjectIdentifier(record)] = nil }
+        trace(record, record.state.generation, .removed)
         carryOut(record.state.remove(reason: reason, counters: &counters), on: record)
         if let state = throttles.removeValue(forKey: ObjectIdentifier(record)) {
             state.timer?.close()
@@ -452,6 +496,9 @@ final class RegistryCore: @unchecked Sendable {
 
     private func debounceDue(_ entry: DebounceEntry) {
         let record = entry.record
+        if record.state.debounceDeadline == entry.deadline && record.state.pending == .debouncing {
+            trace(record, record.state.generation, .windowClosed(.debounce))
+        }
         let effects = record.state.debounceDue(
             deadline: entry.deadline, gate: gate(record))
         carryOut(effects, on: record)
@@ -460,6 +507,7 @@ final class RegistryCore: @unchecked Sendable {
     private func progressDue(_ entry: ProgressEntry) {
         let record = entry.record
         guard record.state.progressDue(generation: entry.generation) else { return }
+        trace(record, entry.generation, .progressShown)
         publish(record, TaskStateMachine.PhaseChange(generation: entry.generation, phase: .running))
     }
 

@@ -21,6 +21,7 @@ public struct RegistryError: Error, Hashable, Sendable, CustomStringConvertible 
             case calledOffLoopThread
             case invalidObservationDepth
             case loopFailed
+            case invalidTraceCapacity
         }
         private let base: Base
 
@@ -43,6 +44,8 @@ public struct RegistryError: Error, Hashable, Sendable, CustomStringConvertible 
         /// The loop could not take the call for a reason other than its shutdown (a libuv
         /// failure): `loopError` says which.
         public static let loopFailed = Code(base: .loopFailed)
+        /// `startTrace` was given a capacity below 1.
+        public static let invalidTraceCapacity = Code(base: .invalidTraceCapacity)
 
         /// The code's name, such as `shutDown`.
         public var description: String {
@@ -54,6 +57,7 @@ public struct RegistryError: Error, Hashable, Sendable, CustomStringConvertible 
             case .calledOffLoopThread: return "calledOffLoopThread"
             case .invalidObservationDepth: return "invalidObservationDepth"
             case .loopFailed: return "loopFailed"
+            case .invalidTraceCapacity: return "invalidTraceCapacity"
             }
         }
     }
@@ -126,6 +130,13 @@ public struct RegistryError: Error, Hashable, Sendable, CustomStringConvertible 
     /// May be called from any thread.
     public static func invalidObservationDepth(_ value: Int) -> RegistryError {
         RegistryError(.invalidObservationDepth, detail: "maxObservationDepth must be at least 1 (got \(value))")
+    }
+
+    /// `startTrace` was given the capacity `value`, below 1.
+    ///
+    /// May be called from any thread.
+    public static func invalidTraceCapacity(_ value: Int) -> RegistryError {
+        RegistryError(.invalidTraceCapacity, detail: "a trace's capacity must be at least 1 (got \(value))")
     }
 
     /// A one-line explanation (with the loop's error, when there is one).

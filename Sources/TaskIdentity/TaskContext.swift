@@ -166,10 +166,11 @@ extension TaskContext {
     @inlinable
     func landIfCurrent(_ body: () throws -> Void) rethrows -> Bool {
         guard run.isCurrentRun(generation) else {
-            run.noteStaleCommit()
+            run.noteStaleCommit(generation)
             return false
         }
         try body()
+        run.noteCommitLanded(generation)
         return true
     }
 }

@@ -14,7 +14,7 @@ class AnyTaskRecord: @unchecked Sendable {
     //
     // Field order is cache order: a run that comes due (a deadline entry, then `commit`) reads
     // `core` and the state machine's first fields, which share the object header's cache line.
-    let core: RegistryCore
+    @usableFromInline let core: RegistryCore
     // @exclusivity(unchecked), these eight: loop-confined state, read or written on every
     // change and never accessed across a call (see docs/safety.md).
     /// The task's stages, phase and counts (see `TaskStateMachine`).
@@ -58,6 +58,7 @@ class AnyTaskRecord: @unchecked Sendable {
     @usableFromInline final var door: LoopDoor { core.door }
 
     @usableFromInline final func storeResult(_ result: any Sendable) {
+        core.trace(self, state.runGeneration, .resultStored)
         if let box = self.result {
             box.value = result
         } else {
@@ -67,7 +68,26 @@ class AnyTaskRecord: @unchecked Sendable {
 
     @usableFromInline final func isCurrentRun(_ generation: UInt64) -> Bool { state.isCurrentRun(generation) }
 
-    @usableFromInline final func noteStaleCommit() { core.counters.staleCommitsDropped &+= 1 }
+    @usableFromInline final func noteStaleCommit(_ generation: UInt64) {
+        core.counters.staleCommitsDropped &+= 1
+        core.trace(self, generation, .commitDropped)
+    }
+
+    /// A commit of the run `generation` landed: recorded when tracing. Loop thread (or, once
+    /// the loop has shut down, the thread the commit runs on). Inlined into every commit, so
+    /// that a registry not tracing pays one check of its core's `trace`, not a call.
+    @inlinable final func noteCommitLanded(_ generation: UInt64) {
+        if core.trace != nil { core.traceCommitLanded(self, generation) }
+    }
+
+    /// The slot's key, described, for the trace. Overridden by the keyed record.
+    var traceKey: String { "" }
+
+    /// Whether this task's runs run on `loop` (not on an executor of their own).
+    final func runsOnLoop(_ loop: any TaskLoop) -> Bool {
+        guard let executor = options.values.executor.taskExecutor else { return true }
+        return executor === loop
+    }
 
     /// Sends a phase update to observers; overridden by the keyed record that knows its key.
     func publish(generation: UInt64, phase: TaskPhase) {}
@@ -100,6 +120,8 @@ final class TaskRecord<Key: Hashable & Sendable>: AnyTaskRecord, @unchecked Send
         self.key = key
         super.init(name: name, core: registry.core, options: options)
     }
+
+    override var traceKey: String { String(describing: key) }
 
     override func publish(generation: UInt64, phase: TaskPhase) {
         // Reaching the streams through the core keeps a pointer out of every record.

@@ -87,6 +87,7 @@ extension TaskRegistry {
         _ = posted.close(dropping: false)
         runPosted()
         core.beginShutdown()
+        core.traceShutdown()
         for key in Array(slots.keys) { applyRemove(key, reason: .registryShutDown) }
         for tracker in observations.values { tracker.stop() }
         observations = [:]

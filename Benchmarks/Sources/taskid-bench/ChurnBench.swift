@@ -127,6 +127,7 @@ struct ChurnBench: ParsableCommand {
         // Slot s belongs to shard s % loops, so each loop owns its slots (and its ledger part).
         let sharded = ShardedTaskRegistry<Int>(group: group, shardHash: { $0 })
         let shards = sharded.shards
+        try common.tracing.start(shards, on: group.loops)
         let debounce = Duration.milliseconds(debounceMilliseconds)
         // One declarer (template and ledger part) per shard: a template shared by the loops
         // would be retained by both at every declaration, one cache line bouncing between
@@ -208,6 +209,7 @@ struct ChurnBench: ParsableCommand {
                 try runOnLoop(group.loops[index]) { done in awaitQuiescence(registry, group.loops[index], done) }
             }
         }
+        try common.tracing.write(shards, on: group.loops)
         try blockOn { await sharded.shutdown() }
         return retries
     }

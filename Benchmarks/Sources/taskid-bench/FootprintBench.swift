@@ -50,6 +50,7 @@ struct FootprintBench: ParsableCommand {
         try loop.start()
         defer { try? loop.syncShutdown() }
         let registry = TaskRegistry<Int>(loop: loop)
+        try common.tracing.start([registry], on: [loop])
         let count = slots
         try blockOn {
             try await loop.submit {
@@ -61,6 +62,7 @@ struct FootprintBench: ParsableCommand {
         }
         let after = residentMiB()
         let waiting = try blockOn { try await loop.submit { try registry.counters.liveGenerations } }
+        try common.tracing.write([registry], on: [loop])
         try blockOn { await registry.shutdown() }
         let counters = try blockOn { try await loop.submit { try registry.counters } }
         let leftBehind = (waiting == count ? 0 : 1) + counters.runningActions + counters.liveSlots

@@ -58,6 +58,7 @@ struct LatencyBench: ParsableCommand {
         try loop.start()
         defer { try? loop.syncShutdown() }
         let registry = TaskRegistry<Int>(loop: loop)
+        try common.tracing.start([registry], on: [loop])
         let (rate, total, slots) = (self.rate, self.rate * self.seconds, self.slots)
         let debounce = Duration.milliseconds(debounceMilliseconds)
         let debounceNanoseconds = UInt64(debounceMilliseconds) * 1_000_000
@@ -103,6 +104,7 @@ struct LatencyBench: ParsableCommand {
             }
             try! tick.timer!.start(after: .zero)
         }
+        try common.tracing.write([registry], on: [loop])
         try blockOn { await registry.shutdown() }
     }
 

@@ -46,6 +46,7 @@ struct ObservedBench: ParsableCommand {
     )
     var equalValues = false
     @Flag(help: "Print one JSON object per run instead of a key=value line.") var json = false
+    @OptionGroup var tracing: TraceOptions
 
     func validate() throws {
         guard slots > 0, changes > 0, batch > 0, burst > 0 else {
@@ -72,6 +73,7 @@ struct ObservedBench: ParsableCommand {
             let loop = UVLoop(name: "observed")
             try loop.start()
             let registry = TaskRegistry<Int>(loop: loop)
+            try tracing.start([registry], on: [loop])
             let models = LoopLocal([SlotModel]())
             let measurement = Measurement()
             try runOnLoop(loop) { done in
@@ -111,6 +113,7 @@ struct ObservedBench: ParsableCommand {
             report.add("rss_mib", peakResidentMiB(), decimals: 1)
             print(report.line(json: json))
             fflush(nil)
+            try tracing.write([registry], on: [loop])
             try blockOn { await registry.shutdown() }
             try loop.syncShutdown()
             if equalValues { continue }  // no action runs after the first: nothing to check

@@ -63,6 +63,7 @@ struct ScrollBench: ParsableCommand {
         try loop.start()
         defer { try? loop.syncShutdown() }
         let registry = TaskRegistry<Int>(loop: loop)
+        try common.tracing.start([registry], on: [loop])
         let (window, items, batch, load) = (
             self.window, self.items, self.batch, Duration.milliseconds(loadMilliseconds)
         )
@@ -105,6 +106,7 @@ struct ScrollBench: ParsableCommand {
             }
             try! turn.timer!.start(after: .zero)
         }
+        try common.tracing.write([registry], on: [loop])
         try blockOn { await registry.shutdown() }
         let counters = try blockOn { try await loop.submit { try registry.counters } }
         result.value.leftBehind = counters.runningActions + counters.liveSlots + counters.liveGenerations

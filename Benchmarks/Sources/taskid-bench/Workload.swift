@@ -39,6 +39,44 @@ struct CommonOptions: ParsableArguments {
 
     @Flag(help: "Print one JSON object per run instead of a key=value line.")
     var json = false
+
+    @OptionGroup var tracing: TraceOptions
+}
+
+/// `--trace FILE`: the registry records its trace during the run, written as Trace Event JSON
+/// (open it in Perfetto, or draw it with scripts/trace-png). Registry runs only.
+struct TraceOptions: ParsableArguments {
+    @Option(
+        help: ArgumentHelp(
+            "Record the registry's trace and write it to FILE (with several loops, one file per loop: FILE, FILE.1, …).",
+            valueName: "FILE"))
+    var trace: String?
+
+    @Option(help: "The trace's ring: the latest events kept (older ones are dropped and counted).")
+    var traceCapacity = RegistryTrace.defaultCapacity
+
+    /// Starts each registry's trace on its loop, if `--trace` was given.
+    func start(_ registries: [TaskRegistry<Int>], on loops: [UVLoop]) throws {
+        guard trace != nil else { return }
+        for (registry, loop) in zip(registries, loops) {
+            try blockOn { try await loop.submit { try registry.startTrace(capacity: traceCapacity) } }
+        }
+    }
+
+    /// Stops each registry's trace and writes it, if `--trace` was given.
+    func write(_ registries: [TaskRegistry<Int>], on loops: [UVLoop]) throws {
+        guard let path = trace else { return }
+        for (index, (registry, loop)) in zip(registries, loops).enumerated() {
+            let recorded = try blockOn { try await loop.submit { try registry.stopTrace() } }
+            guard let recorded else { continue }
+            let file = index == 0 ? path : "\(path).\(index)"
+            try recorded.write(toFile: file)
+            FileHandle.standardError.write(
+                Data(
+                    "trace: \(recorded.eventCount) events (\(recorded.droppedEvents) dropped) written to \(file)\n".utf8
+                ))
+        }
+    }
 }
 
 /// Thrown when a run's correctness fields fail; the driver exits 1.

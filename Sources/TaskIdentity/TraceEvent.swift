@@ -1,0 +1,102 @@
+/// One thing that happened to one task, as a registry's trace records it: when (loop time),
+/// to which task (slot key and task name), for which generation, and what.
+///
+/// A value; made and read on the loop thread (a `RegistryTrace` hands copies anywhere).
+struct TraceEvent: Sendable {
+    /// A window a generation waits out before it may start.
+    enum Window: String, Sendable {
+        case debounce, throttle
+    }
+
+    /// What happened.
+    enum Kind: Sendable, Equatable {
+        /// A declaration with a new identity began generation `generation` (`identity` is its
+        /// description).
+        case declared(identity: String)
+        /// The generation started waiting out a window, until the loop time `until`.
+        case windowOpened(Window, until: UInt64)
+        /// The window closed: the generation went on to the start gate.
+        case windowClosed(Window)
+        /// The run started, on the loop (`onLoop`) or on its task's executor.
+        case runStarted(onLoop: Bool)
+        /// The generation was cancelled: its current run (`ofRun`), or a pending generation
+        /// that never ran.
+        case cancelled(CancellationReason, ofRun: Bool)
+        /// A `commit` of the run landed.
+        case commitLanded
+        /// A `commit` of a run no longer current was dropped.
+        case commitDropped
+        /// The run stored a result.
+        case resultStored
+        /// The run's action returned, with the phase the run ended in (`ended`), or after the
+        /// run had been cancelled (`ended` nil).
+        case runEnded(phase: String?)
+        /// The run's delayed progress signal turned on.
+        case progressShown
+        /// The task left its slot.
+        case removed
+        /// The registry shut down (recorded once, with no task).
+        case shutDown
+        /// A write to a property an observed identity reads caused this generation; `writer`
+        /// is the run that wrote, if the write came from one.
+        case observedChange(writer: Writer?)
+        /// The observed chain that caused this generation was stopped as a cycle.
+        case cycleStopped
+    }
+
+    /// The run whose write caused a re-evaluation.
+    struct Writer: Sendable, Equatable {
+        let key: String
+        let name: TaskName
+        let generation: UInt64
+
+        init(key: String, name: TaskName, generation: UInt64) {
+            self.key = key
+            self.name = name
+            self.generation = generation
+        }
+
+        init(_ run: ObservedRun) {
+            self.init(key: String(describing: run.key), name: run.name, generation: run.generation)
+        }
+    }
+
+    /// The loop time, in nanoseconds.
+    let time: UInt64
+    /// The slot's key, described (`String(describing:)`); empty for `shutDown`.
+    let key: String
+    let name: TaskName
+    let generation: UInt64
+    let kind: Kind
+}
+
+extension TraceEvent: CustomStringConvertible {
+    /// One line, for tests and logs: `time key/name gN kind`.
+    var description: String {
+        let task = name == .main ? key : "\(key)/\(name)"
+        return "\(time / 1_000_000)ms \(task) g\(generation) \(kind)"
+    }
+}
+
+extension TraceEvent.Kind: CustomStringConvertible {
+    var description: String {
+        switch self {
+        case .declared(let identity): return "declared \(identity)"
+        case .windowOpened(let window, let until): return "\(window) until \(until / 1_000_000)ms"
+        case .windowClosed(let window): return "\(window) closed"
+        case .runStarted(let onLoop): return onLoop ? "started" : "started off the loop"
+        case .cancelled(let reason, let ofRun): return ofRun ? "cancelled(\(reason))" : "dropped(\(reason))"
+        case .commitLanded: return "commit"
+        case .commitDropped: return "stale commit dropped"
+        case .resultStored: return "result"
+        case .runEnded(let phase): return "ended " + (phase ?? "after cancel")
+        case .progressShown: return "progress"
+        case .removed: return "removed"
+        case .shutDown: return "shutdown"
+        case .observedChange(let writer):
+            guard let writer else { return "observed change" }
+            return "observed change by \(writer.key)/\(writer.name) g\(writer.generation)"
+        case .cycleStopped: return "cycle stopped"
+        }
+    }
+}
