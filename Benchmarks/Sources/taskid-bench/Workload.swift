@@ -56,7 +56,7 @@ struct TraceOptions: ParsableArguments {
     var traceCapacity = RegistryTrace.defaultCapacity
 
     /// Starts each registry's trace on its loop, if `--trace` was given.
-    func start(_ registries: [TaskRegistry<Int>], on loops: [UVLoop]) throws {
+    func start<Key>(_ registries: [TaskRegistry<Key>], on loops: [UVLoop]) throws {
         guard trace != nil else { return }
         for (registry, loop) in zip(registries, loops) {
             try blockOn { try await loop.submit { try registry.startTrace(capacity: traceCapacity) } }
@@ -64,7 +64,7 @@ struct TraceOptions: ParsableArguments {
     }
 
     /// Stops each registry's trace and writes it, if `--trace` was given.
-    func write(_ registries: [TaskRegistry<Int>], on loops: [UVLoop]) throws {
+    func write<Key>(_ registries: [TaskRegistry<Key>], on loops: [UVLoop]) throws {
         guard let path = trace else { return }
         for (index, (registry, loop)) in zip(registries, loops).enumerated() {
             let recorded = try blockOn { try await loop.submit { try registry.stopTrace() } }
