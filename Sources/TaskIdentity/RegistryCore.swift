@@ -293,7 +293,9 @@ final class RegistryCore: @unchecked Sendable {
         }
         guard let generation = record.state.startAllowed(kind: kind, counters: &counters) else { return }
         let body = record.pendingAction.take()!
-        trace(record, generation, .runStarted(onLoop: record.runsOnLoop(loop)))
+        trace(
+            record, generation,
+            .runStarted(executor: record.runsOnLoop(loop) ? nil : "\(record.options.values.executor)"))
         if record.options.throttleNanoseconds > 0 { throttleState(record).lastStart = loop.now.nanoseconds }
         publish(record, TaskStateMachine.PhaseChange(generation: generation, phase: .running))
         #if TASKIDENTITY_INTERNAL_CHECKS

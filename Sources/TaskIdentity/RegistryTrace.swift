@@ -28,6 +28,25 @@ public struct RegistryTrace: Sendable {
     /// One line per event, oldest first: `12ms key g3 cancelled(identityChanged)`. For logs
     /// and tests; the format may change.
     public var lines: [String] { events.map(\.description) }
+
+    init(events: [TraceEvent], droppedEvents: UInt64, capacity: Int, endTime: UInt64) {
+        self.events = events
+        self.droppedEvents = droppedEvents
+        self.capacity = capacity
+        self.endTime = endTime
+    }
+
+    /// One trace of several registries (the shards of a `ShardedTaskRegistry`): their events
+    /// in time order (a shard's own order kept for equal times), their dropped events and
+    /// capacities added up. Their loops' clocks must be one clock, as `UVLoop`s' are (the
+    /// process's monotonic clock). May be called from any thread.
+    public init(merging traces: [RegistryTrace]) {
+        var merged = traces.flatMap(\.events).enumerated().map { ($0.offset, $0.element) }
+        merged.sort { $0.1.time != $1.1.time ? $0.1.time < $1.1.time : $0.0 < $1.0 }
+        self.init(
+            events: merged.map(\.1), droppedEvents: traces.reduce(0) { $0 + $1.droppedEvents },
+            capacity: traces.reduce(0) { $0 + $1.capacity }, endTime: traces.map(\.endTime).max() ?? 0)
+    }
 }
 
 /// Why `RegistryTrace.write(toFile:)` failed.

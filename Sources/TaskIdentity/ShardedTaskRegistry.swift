@@ -207,6 +207,64 @@ public final class ShardedTaskRegistry<Key: Hashable & Sendable>: Sendable {
         return total
     }
 
+    /// Starts recording every shard's trace, each into a ring of `capacity` events; see
+    /// `TaskRegistry.startTrace(capacity:)`.
+    ///
+    /// - Throws: `RegistryError.invalidTraceCapacity` for a capacity below 1; `.shutDown`
+    ///   (with its `loopError`) when a shard's loop has shut down.
+    /// - Note: May be called from any task.
+    public func startTrace(capacity: Int = RegistryTrace.defaultCapacity) async throws(RegistryError) {
+        guard capacity >= 1 else { throw .invalidTraceCapacity(capacity) }
+        for shard in shards {
+            try await Self.onLoop(of: shard) { (shard) throws(RegistryError) in try shard.startTrace(capacity: capacity)
+            }
+        }
+    }
+
+    /// Every shard's trace so far, merged (`RegistryTrace(merging:)`), while recording goes on;
+    /// `nil` when no shard is recording.
+    ///
+    /// - Complexity: O(n log n) in the events kept.
+    /// - Throws: `RegistryError.shutDown` when a shard's loop has shut down.
+    /// - Note: May be called from any task.
+    public func currentTrace() async throws(RegistryError) -> RegistryTrace? {
+        var traces: [RegistryTrace] = []
+        for shard in shards {
+            let trace = try await Self.onLoop(of: shard) { (shard) throws(RegistryError) in try shard.currentTrace() }
+            if let trace { traces.append(trace) }
+        }
+        return traces.isEmpty ? nil : RegistryTrace(merging: traces)
+    }
+
+    /// Stops every shard's trace and returns them merged; `nil` when no shard was recording.
+    ///
+    /// - Throws: `RegistryError.shutDown` when a shard's loop has shut down.
+    /// - Note: May be called from any task.
+    @discardableResult
+    public func stopTrace() async throws(RegistryError) -> RegistryTrace? {
+        var traces: [RegistryTrace] = []
+        for shard in shards {
+            let trace = try await Self.onLoop(of: shard) { (shard) throws(RegistryError) in try shard.stopTrace() }
+            if let trace { traces.append(trace) }
+        }
+        return traces.isEmpty ? nil : RegistryTrace(merging: traces)
+    }
+
+    /// `body` on `shard`'s loop thread, with the loop's refusal as a `RegistryError`.
+    private static func onLoop<Result: Sendable>(
+        of shard: TaskRegistry<Key>, _ body: @escaping @Sendable (TaskRegistry<Key>) throws(RegistryError) -> Result
+    ) async throws(RegistryError) -> Result {
+        do {
+            return try await shard.loop.submit { try body(shard) }
+        } catch let error as RegistryError {
+            throw error
+        } catch let error as LoopError {
+            throw RegistryError(loopRefused: error)
+        } catch {
+            throw RegistryError(.loopFailed, detail: "\(error)")
+        }
+    }
+
     /// Starts shutting every shard down; see `TaskRegistry.startShutdown()`.
     ///
     /// May be called from any thread.

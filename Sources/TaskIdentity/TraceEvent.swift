@@ -17,8 +17,9 @@ struct TraceEvent: Sendable {
         case windowOpened(Window, until: UInt64)
         /// The window closed: the generation went on to the start gate.
         case windowClosed(Window)
-        /// The run started, on the loop (`onLoop`) or on its task's executor.
-        case runStarted(onLoop: Bool)
+        /// The run started: on the registry's loop (`executor` nil), or on its task's executor
+        /// (`ActionExecutor`'s description: `global`, `executor(…)`).
+        case runStarted(executor: String?)
         /// The generation was cancelled: its current run (`ofRun`), or a pending generation
         /// that never ran.
         case cancelled(CancellationReason, ofRun: Bool)
@@ -84,7 +85,7 @@ extension TraceEvent.Kind: CustomStringConvertible {
         case .declared(let identity): return "declared \(identity)"
         case .windowOpened(let window, let until): return "\(window) until \(until / 1_000_000)ms"
         case .windowClosed(let window): return "\(window) closed"
-        case .runStarted(let onLoop): return onLoop ? "started" : "started off the loop"
+        case .runStarted(let executor): return executor.map { "started on \($0)" } ?? "started"
         case .cancelled(let reason, let ofRun): return ofRun ? "cancelled(\(reason))" : "dropped(\(reason))"
         case .commitLanded: return "commit"
         case .commitDropped: return "stale commit dropped"

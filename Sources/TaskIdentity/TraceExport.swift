@@ -117,13 +117,16 @@ private struct TraceExport {
                     + #""pid":1,"tid":\#(track),"args":{"generation":\#(generation),"until_us":\#(micros(until))}}"#)
         case .windowClosed:
             if let open = openWindow[track] { closeWindow(track: track, open, at: event.time) }
-        case .runStarted(let onLoop):
+        case .runStarted(let executor):
             if let open = openRun[track] { closeRun(track: track, open, at: event.time, phase: "unknown") }
             if let open = openWindow[track], open.generation == generation {
                 closeWindow(track: track, open, at: event.time)
             }
             openRun[track] = (generation, event.time)
-            if !onLoop { instant(track: track, at: event.time, name: "started off the loop") }
+            if let executor {
+                instant(
+                    track: track, at: event.time, name: "started on \(executor)", args: ["executor": .text(executor)])
+            }
         case .cancelled(let reason, let ofRun):
             if ofRun {
                 if let open = openRun[track], open.generation == generation {

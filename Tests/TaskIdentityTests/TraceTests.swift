@@ -148,6 +148,43 @@ struct TraceTests {
         h.finish()
     }
 
+    /// A run on another executor says which; on the loop it says nothing more.
+    @Test func aRunOffTheLoopNamesItsExecutor() throws {
+        let h = RegistryHarness<String>()
+        try h.registry.startTrace()
+        try h.registry.task("here", id: 1) { _ in }
+        h.loop.run()
+        let lines = try #require(try h.registry.currentTrace()).lines
+        #expect(lines.contains("0ms here g1 started"))
+        h.finish()
+    }
+
+    /// A sharded registry's trace is its shards' traces merged in time order; each shard's
+    /// loop is a real one here.
+    @Test func aShardedRegistrysTraceMergesItsShards() async throws {
+        let group = try UVLoopGroup(loops: 2, namePrefix: "trace")
+        let registry = ShardedTaskRegistry<Int>(group: group, shardHash: { $0 })
+        await #expect(throws: RegistryError.invalidTraceCapacity(0)) { try await registry.startTrace(capacity: 0) }
+        #expect(try await registry.currentTrace() == nil)
+        try await registry.startTrace(capacity: 100)
+        for key in 0..<4 { try registry.task(key, id: key, executor: key == 3 ? .global : .loop) { _ in } }
+        await registry.flush()
+        while try await registry.countersSnapshot().runningActions > 0 { await Task.yield() }
+        let trace = try #require(try await registry.stopTrace())
+        #expect(trace.capacity == 200)
+        #expect(try await registry.stopTrace() == nil)
+        let starts = trace.lines.filter { $0.contains(" started") }.map {
+            $0.split(separator: " ").dropFirst().joined(separator: " ")
+        }
+        #expect(Set(starts) == ["0 g1 started", "1 g1 started", "2 g1 started", "3 g1 started on global"])
+        let times = trace.events.map(\.time)
+        #expect(times == times.sorted())
+        let parsed = try TraceJSON(trace.json())
+        #expect(parsed.other["events"] as? Int == trace.eventCount)
+        await registry.shutdown()
+        try group.syncShutdown()
+    }
+
     /// A scenario with every kind of span: runs (finished, cancelled, still running at the
     /// export), debounce windows, instants, and a flow from an observed write to its restart.
     @Test func theExportIsValidTraceEventJSON() throws {

@@ -7,7 +7,7 @@ extension RegistryServer {
         "GET": ["readonly", "fast"], "SET": ["write", "denyoom"], "DEL": ["write"], "EXISTS": ["readonly", "fast"],
         "TASK.PHASE": ["readonly", "fast"], "DBSIZE": ["readonly", "fast"], "PING": ["fast"], "ECHO": ["fast"],
         "MULTI": ["noscript", "loading", "stale", "fast"], "EXEC": ["noscript", "loading", "stale"],
-        "DISCARD": ["noscript", "loading", "stale", "fast"],
+        "DISCARD": ["noscript", "loading", "stale", "fast"], "TASK.TRACE": ["admin", "noscript"],
     ]
 
     /// `COMMAND [COUNT | LIST | INFO name… | DOCS [name…] | GETKEYS command arg…]`.

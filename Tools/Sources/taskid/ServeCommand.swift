@@ -1,6 +1,7 @@
 import ArgumentParser
 import Logging
 import ServiceLifecycle
+import TaskIdentity
 
 /// `taskid serve`: parses the server's options into a `ServerConfiguration` and runs the server
 /// as a `Service` in a `ServiceGroup` whose graceful shutdown signals are SIGTERM and SIGINT.
@@ -25,6 +26,15 @@ struct ServeCommand: AsyncParsableCommand {
 
     @Option(help: "Address to listen on.")
     var host = "127.0.0.1"
+
+    @Option(
+        help: ArgumentHelp(
+            "Record the registry's trace from the start, and write what is recording at shutdown to FILE (Trace Event JSON; TASK.TRACE START restarts it, STOP ends it).",
+            valueName: "FILE"))
+    var trace: String?
+
+    @Option(help: "Each shard's trace ring, in events (older ones are dropped and counted).")
+    var traceCapacity = RegistryTrace.defaultCapacity
 
     @Option(
         help: """
@@ -121,6 +131,7 @@ struct ServeCommand: AsyncParsableCommand {
         try check("--upstream-connect-timeout-ms", upstreamConnectTimeoutMilliseconds, in: 1...3_600_000)
         try check("--upstream-reply-timeout-ms", upstreamReplyTimeoutMilliseconds, in: 1...3_600_000)
         try check("--upstream-max-connections", upstreamMaxConnections, in: 1...1_000_000)
+        try check("--trace-capacity", traceCapacity, in: 1...(1 << 26))
     }
 
     /// The cluster the options name, read from its file: nil without `--cluster-config`. Any
@@ -169,6 +180,8 @@ struct ServeCommand: AsyncParsableCommand {
             configuration.upstreamConnectTimeoutMilliseconds = upstreamConnectTimeoutMilliseconds
             configuration.upstreamReplyTimeoutMilliseconds = upstreamReplyTimeoutMilliseconds
             configuration.upstreamMaxConnections = upstreamMaxConnections
+            configuration.tracePath = trace
+            configuration.traceCapacity = traceCapacity
             return configuration
         }
     }

@@ -74,6 +74,8 @@ final class RegistryServer: Sendable {
         // A write to a peer that has gone must fail with EPIPE, not kill the process (libuv
         // writes with write(2), which raises SIGPIPE).
         signal(SIGPIPE, SIG_IGN)
+        // Before the first client: the trace then holds every declaration.
+        if configuration.tracePath != nil { try await registry.startTrace(capacity: configuration.traceCapacity) }
         return try await Task(executorPreference: frontLoop) { () throws -> Int in
             let listener = try self.frontLoop.listen(host: self.configuration.host, port: self.configuration.port)
             self.front.value.listener = listener
@@ -190,7 +192,23 @@ final class RegistryServer: Sendable {
             await acceptTask.value
         }
         await registry.shutdown()
+        // After the shutdown, so that the trace ends with it; the loops still run.
+        if let path = configuration.tracePath { await writeTrace(to: path) }
         await group.shutdown()
+    }
+
+    /// `--trace FILE`: every shard's trace, merged, to `path`; a failure is logged, not thrown
+    /// (the server is stopping either way). Any task.
+    private func writeTrace(to path: String) async {
+        do {
+            guard let trace = try await registry.stopTrace() else { return }
+            try trace.write(toFile: path)
+            logger.info(
+                "trace written",
+                metadata: ["path": "\(path)", "events": "\(trace.eventCount)", "dropped": "\(trace.droppedEvents)"])
+        } catch {
+            logger.error("trace not written", metadata: ["path": "\(path)", "error": "\(error)"])
+        }
     }
 
     /// Number of clients connected now. Front loop only.

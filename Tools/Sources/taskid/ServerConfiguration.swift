@@ -1,3 +1,5 @@
+import TaskIdentity
+
 /// What a `SET` starts for its key: the work whose result `GET` returns. A value type; any thread.
 enum ServerWork: Sendable, Equatable, CustomStringConvertible {
     /// Hold the run for a while on the loop's timer, then commit: a synchronous run (no Swift
@@ -59,6 +61,11 @@ struct ServerConfiguration: Sendable, Equatable {
     var upstreamConnectTimeoutMilliseconds = 1_000
     var upstreamReplyTimeoutMilliseconds = 5_000
     var upstreamMaxConnections = 256
+    /// `--trace FILE`: every shard records its trace from the start, written here (merged) at
+    /// shutdown; nil for none. `TASK.TRACE` works either way.
+    var tracePath: String?
+    /// `--trace-capacity`: each shard's trace ring, in events.
+    var traceCapacity = RegistryTrace.defaultCapacity
     /// `--cluster-config` and `--cluster-node`: the static cluster this node belongs to; nil
     /// for a standalone server, which serves every key.
     var cluster: ClusterConfiguration?

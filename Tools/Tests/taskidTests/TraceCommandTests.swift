@@ -1,0 +1,97 @@
+import Foundation
+import Testing
+import UVLoop
+
+@testable import taskid
+
+/// The registry's trace from a Redis client (`TASK.TRACE`) and from the command line
+/// (`--trace FILE`), over two shards: JSON that parses, with a restart in it.
+@Suite("TASK.TRACE and --trace")
+struct TraceCommandTests {
+    /// The runs of each track, as `generation phase`, from Trace Event JSON.
+    private func runs(inTrace json: String) throws -> [String: [String]] {
+        let document = try #require(try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any])
+        let events = try #require(document["traceEvents"] as? [[String: Any]])
+        var names: [Int: String] = [:]
+        for event in events where event["ph"] as? String == "M" && event["name"] as? String == "thread_name" {
+            names[event["tid"] as! Int] = (event["args"] as! [String: Any])["name"] as? String
+        }
+        var runs: [String: [String]] = [:]
+        for event in events where event["ph"] as? String == "X" {
+            let args = try #require(event["args"] as? [String: Any])
+            let track = names[event["tid"] as! Int] ?? "?"
+            runs[track, default: []].append("g\(args["generation"]!) \(args["phase"]!)")
+        }
+        return runs
+    }
+
+    /// Sets `key` to 1 and, once its run is running (polled), to 2: a restart. The work lasts
+    /// a minute, so that the first run is still running whatever the machine's pace; the
+    /// second is running when the trace is taken.
+    private func restart(_ key: String, _ client: TestClient) async throws {
+        try await client.send("SET \(key) 1\r\n")
+        #expect(try await client.replies(1) == ["+OK"])
+        while true {
+            try await client.send("TASK.PHASE \(key)\r\n")
+            if try await client.replies(1) == ["+running"] { break }
+            await Task.yield()
+        }
+        try await client.send("SET \(key) 2\r\n")
+        #expect(try await client.replies(1) == ["+OK"])
+        while true {
+            try await client.send("TASK.PHASE \(key)\r\n")
+            if try await client.replies(1) == ["+running"] { break }
+            await Task.yield()
+        }
+    }
+
+    @Test func startDumpAndStopFromAClient() async throws {
+        try await withServer({
+            $0.loops = 2
+            $0.work = .sleep(milliseconds: 60_000)
+        }) { server, clientLoop in
+            let client = TestClient(loop: clientLoop, port: server.port)
+            try await client.connect()
+            try await client.send("TASK.TRACE DUMP\r\nTASK.TRACE START\r\n")
+            #expect(try await client.replies(2) == ["nil", "+OK"])
+            try await restart("a", client)
+            try await client.send("TASK.TRACE DUMP\r\n")
+            let dump = try await client.replies(1)[0]
+            #expect(dump.hasPrefix("\"{") && dump.hasSuffix("}\n\""))
+            let recorded = try runs(inTrace: String(dump.dropFirst().dropLast()))
+            #expect(recorded["a"] == ["g1 cancelled(identityChanged)", "g2 running"])
+            try await client.send("TASK.TRACE STOP\r\nTASK.TRACE STOP\r\nTASK.TRACE DUMP\r\n")
+            let stopped = try await client.replies(3)
+            #expect(stopped[0].contains("\"traceEvents\""))
+            #expect(stopped[1...2] == ["nil", "nil"])
+            try await client.send(
+                "TASK.TRACE START 0\r\nTASK.TRACE START x\r\nTASK.TRACE START 1 2\r\nTASK.TRACE PAUSE\r\nTASK.TRACE\r\n"
+            )
+            #expect(
+                try await client.replies(5) == [
+                    "-ERR capacity must be a positive integer",
+                    "-ERR capacity must be a positive integer",
+                    "-ERR wrong number of arguments for 'task.trace|start' command",
+                    "-ERR unknown subcommand 'PAUSE'. Try START, DUMP or STOP.",
+                    "-ERR wrong number of arguments for 'task.trace' command",
+                ])
+        }
+    }
+
+    @Test func traceFileIsWrittenAtShutdown() async throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("taskid-trace-\(getpid()).json").path
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        try await withServer({
+            $0.loops = 2
+            $0.work = .sleep(milliseconds: 60_000)
+            $0.tracePath = path
+        }) { server, clientLoop in
+            let client = TestClient(loop: clientLoop, port: server.port)
+            try await client.connect()
+            try await restart("k", client)
+        }
+        // Written after the registry's shutdown, which cancelled the second run.
+        let recorded = try runs(inTrace: try String(contentsOfFile: path, encoding: .utf8))
+        #expect(recorded["k"] == ["g1 cancelled(identityChanged)", "g2 cancelled(registryShutDown)"])
+    }
+}
