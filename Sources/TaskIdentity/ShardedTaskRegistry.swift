@@ -228,12 +228,7 @@ public final class ShardedTaskRegistry<Key: Hashable & Sendable>: Sendable {
     /// - Throws: `RegistryError.shutDown` when a shard's loop has shut down.
     /// - Note: May be called from any task.
     public func currentTrace() async throws(RegistryError) -> RegistryTrace? {
-        var traces: [RegistryTrace] = []
-        for shard in shards {
-            let trace = try await Self.onLoop(of: shard) { (shard) throws(RegistryError) in try shard.currentTrace() }
-            if let trace { traces.append(trace) }
-        }
-        return traces.isEmpty ? nil : RegistryTrace(merging: traces)
+        try await mergedTrace { (shard) throws(RegistryError) in try shard.currentTrace() }
     }
 
     /// Stops every shard's trace and returns them merged; `nil` when no shard was recording.
@@ -242,10 +237,16 @@ public final class ShardedTaskRegistry<Key: Hashable & Sendable>: Sendable {
     /// - Note: May be called from any task.
     @discardableResult
     public func stopTrace() async throws(RegistryError) -> RegistryTrace? {
+        try await mergedTrace { (shard) throws(RegistryError) in try shard.stopTrace() }
+    }
+
+    /// The traces `take` gives on each shard's loop, merged; `nil` when none gives one.
+    private func mergedTrace(
+        _ take: @escaping @Sendable (TaskRegistry<Key>) throws(RegistryError) -> RegistryTrace?
+    ) async throws(RegistryError) -> RegistryTrace? {
         var traces: [RegistryTrace] = []
         for shard in shards {
-            let trace = try await Self.onLoop(of: shard) { (shard) throws(RegistryError) in try shard.stopTrace() }
-            if let trace { traces.append(trace) }
+            if let trace = try await Self.onLoop(of: shard, take) { traces.append(trace) }
         }
         return traces.isEmpty ? nil : RegistryTrace(merging: traces)
     }

@@ -31,16 +31,17 @@ struct TraceCommandTests {
     private func restart(_ key: String, _ client: TestClient) async throws {
         try await client.send("SET \(key) 1\r\n")
         #expect(try await client.replies(1) == ["+OK"])
-        while true {
-            try await client.send("TASK.PHASE \(key)\r\n")
-            if try await client.replies(1) == ["+running"] { break }
-            await Task.yield()
-        }
+        try await waitUntilRunning(key, client)
         try await client.send("SET \(key) 2\r\n")
         #expect(try await client.replies(1) == ["+OK"])
+        try await waitUntilRunning(key, client)
+    }
+
+    /// Polls `TASK.PHASE key` until its run is running (no fixed sleep).
+    private func waitUntilRunning(_ key: String, _ client: TestClient) async throws {
         while true {
             try await client.send("TASK.PHASE \(key)\r\n")
-            if try await client.replies(1) == ["+running"] { break }
+            if try await client.replies(1) == ["+running"] { return }
             await Task.yield()
         }
     }
