@@ -164,7 +164,7 @@ final class RegistryCore: @unchecked Sendable {
         let effects = record.state.declare(
             changed: true, debounce: options.debounceNanoseconds, gate: gate(record, now: now),
             counters: &counters)
-        trace(record, record.state.generation, .declared(identity: String(describing: record.identity)))
+        trace(record, record.state.generation, .declared(identity: record.identity))
         carryOut(effects, on: record)
     }
 

@@ -80,8 +80,8 @@ class AnyTaskRecord: @unchecked Sendable {
         if core.trace != nil { core.traceCommitLanded(self, generation) }
     }
 
-    /// The slot's key, described, for the trace. Overridden by the keyed record.
-    var traceKey: String { "" }
+    /// The slot's key, for the trace. Overridden by the keyed record.
+    var traceKey: any Hashable & Sendable { "" }
 
     /// Whether this task's runs run on `loop` (not on an executor of their own).
     final func runsOnLoop(_ loop: any TaskLoop) -> Bool {
@@ -121,7 +121,7 @@ final class TaskRecord<Key: Hashable & Sendable>: AnyTaskRecord, @unchecked Send
         super.init(name: name, core: registry.core, options: options)
     }
 
-    override var traceKey: String { String(describing: key) }
+    override var traceKey: any Hashable & Sendable { key }
 
     override func publish(generation: UInt64, phase: TaskPhase) {
         // Reaching the streams through the core keeps a pointer out of every record.

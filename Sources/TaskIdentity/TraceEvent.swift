@@ -9,10 +9,10 @@ struct TraceEvent: Sendable {
     }
 
     /// What happened.
-    enum Kind: Sendable, Equatable {
-        /// A declaration with a new identity began generation `generation` (`identity` is its
-        /// description).
-        case declared(identity: String)
+    enum Kind: Sendable {
+        /// A declaration with a new identity began generation `generation`. Kept as the value,
+        /// described only when the trace is read: recording stays a copy, not a formatting.
+        case declared(identity: any Hashable & Sendable)
         /// The generation started waiting out a window, until the loop time `until`.
         case windowOpened(Window, until: UInt64)
         /// The window closed: the generation went on to the start gate.
@@ -64,25 +64,34 @@ struct TraceEvent: Sendable {
 
     /// The loop time, in nanoseconds.
     let time: UInt64
-    /// The slot's key, described (`String(describing:)`); empty for `shutDown`.
-    let key: String
+    /// The slot's key, as declared (described when the trace is read); `""` for `shutDown`.
+    let key: any Hashable & Sendable
     let name: TaskName
     let generation: UInt64
     let kind: Kind
 }
 
 extension TraceEvent: CustomStringConvertible {
+    /// The task's label: its key, and its name when not `main`.
+    var task: String {
+        name == .main ? String(describing: key) : "\(key)/\(name)"
+    }
+
     /// One line, for tests and logs: `time key/name gN kind`.
     var description: String {
-        let task = name == .main ? key : "\(key)/\(name)"
-        return "\(time / 1_000_000)ms \(task) g\(generation) \(kind)"
+        "\(time / 1_000_000)ms \(task) g\(generation) \(kind)"
+    }
+
+    /// An identity as the trace shows it: `no id` for a declaration without one.
+    static func describe(identity: any Hashable & Sendable) -> String {
+        identity is NoIdentity ? "no id" : String(describing: identity)
     }
 }
 
 extension TraceEvent.Kind: CustomStringConvertible {
     var description: String {
         switch self {
-        case .declared(let identity): return "declared \(identity)"
+        case .declared(let identity): return "declared \(TraceEvent.describe(identity: identity))"
         case .windowOpened(let window, let until): return "\(window) until \(until / 1_000_000)ms"
         case .windowClosed(let window): return "\(window) closed"
         case .runStarted(let executor): return executor.map { "started on \($0)" } ?? "started"

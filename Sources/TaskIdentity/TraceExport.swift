@@ -87,7 +87,7 @@ private struct TraceExport {
     }
 
     private mutating func track(of event: TraceEvent) -> Int {
-        let label = event.name == .main ? event.key : "\(event.key)/\(event.name)"
+        let label = event.task
         if let track = trackOfLabel[label] { return track }
         labels.append(label)
         trackOfLabel[label] = labels.count - 1
@@ -102,7 +102,8 @@ private struct TraceExport {
         let track = track(of: event)
         let generation = event.generation
         switch event.kind {
-        case .declared(let identity):
+        case .declared(let value):
+            let identity = TraceEvent.describe(identity: value)
             identities[track, default: [:]][generation] = identity
             instant(
                 track: track, at: event.time, name: "declared g\(generation)",
