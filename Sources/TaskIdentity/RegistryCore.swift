@@ -225,6 +225,19 @@ final class RegistryCore: @unchecked Sendable {
         }
     }
 
+    /// The trace's record of a start: on the loop, or on the task's executor (a synchronous
+    /// run is always on the loop, whatever the task's executor option).
+    @inline(never)
+    private func traceStart(_ record: AnyTaskRecord, _ generation: UInt64, _ body: RunBody) {
+        var executor: String?
+        if case .synchronous = body {
+            executor = nil
+        } else if !record.runsOnLoop(loop) {
+            executor = "\(record.options.values.executor)"
+        }
+        trace(record, generation, .runStarted(executor: executor))
+    }
+
     /// Queues `record`'s pending run to start at the end of this loop turn. Several
     /// declarations to one slot within a turn (a burst of posted changes, a batch of
     /// identities) then start one run, for the last of them; the ones before end
@@ -293,9 +306,7 @@ final class RegistryCore: @unchecked Sendable {
         }
         guard let generation = record.state.startAllowed(kind: kind, counters: &counters) else { return }
         let body = record.pendingAction.take()!
-        trace(
-            record, generation,
-            .runStarted(executor: record.runsOnLoop(loop) ? nil : "\(record.options.values.executor)"))
+        if trace != nil { traceStart(record, generation, body) }
         if record.options.throttleNanoseconds > 0 { throttleState(record).lastStart = loop.now.nanoseconds }
         publish(record, TaskStateMachine.PhaseChange(generation: generation, phase: .running))
         #if TASKIDENTITY_INTERNAL_CHECKS

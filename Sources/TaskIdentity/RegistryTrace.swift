@@ -1,5 +1,9 @@
 #if canImport(Glibc)
     import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
 #endif
 
 /// A registry's recorded trace (`TaskRegistry.startTrace`): its latest events, oldest first,
@@ -10,7 +14,8 @@
 ///
 /// A value; may be used on any thread.
 public struct RegistryTrace: Sendable {
-    /// The ring's size when `startTrace` is given none: 65,536 events, about 6 MiB.
+    /// The ring's size when `startTrace` is given none: 65,536 events, about 8 MiB (a key or
+    /// identity larger than three words also takes a box of its own per event).
     public static let defaultCapacity = 65_536
 
     let events: [TraceEvent]
@@ -25,8 +30,9 @@ public struct RegistryTrace: Sendable {
     /// How many events the trace holds (at most `capacity`).
     public var eventCount: Int { events.count }
 
-    /// One line per event, oldest first: `12ms key g3 cancelled(identityChanged)`. For logs
-    /// and tests; the format may change.
+    /// One line per event, oldest first: `12ms key g3 cancelled(identityChanged)`, the time
+    /// being the loop's clock (from 0 on a `TestLoop`; the process's monotonic clock on a
+    /// `UVLoop`). For logs and tests; the format may change.
     public var lines: [String] { events.map(\.description) }
 
     init(events: [TraceEvent], droppedEvents: UInt64, capacity: Int, endTime: UInt64) {
@@ -45,7 +51,10 @@ public struct RegistryTrace: Sendable {
         merged.sort { $0.1.time != $1.1.time ? $0.1.time < $1.1.time : $0.0 < $1.0 }
         self.init(
             events: merged.map(\.1), droppedEvents: traces.reduce(0) { $0 + $1.droppedEvents },
-            capacity: traces.reduce(0) { $0 + $1.capacity }, endTime: traces.map(\.endTime).max() ?? 0)
+            capacity: traces.reduce(0) { total, trace in
+                let (sum, overflow) = total.addingReportingOverflow(trace.capacity)
+                return overflow ? Int.max : sum
+            }, endTime: traces.map(\.endTime).max() ?? 0)
     }
 }
 
@@ -71,12 +80,12 @@ extension RegistryTrace {
     ///   off the loop thread for a large trace.
     public func write(toFile path: String) throws(TraceWriteError) {
         let text = json()
-        guard let file = fopen(path, "w") else { throw TraceWriteError(path: path, errno: Glibc.errno) }
+        guard let file = fopen(path, "w") else { throw TraceWriteError(path: path, errno: errno) }
         var utf8 = text.utf8CString
         let length = utf8.count - 1  // without the terminating NUL
         let written = utf8.withUnsafeMutableBufferPointer { fwrite($0.baseAddress, 1, length, file) }
-        let writeError = written == length ? 0 : Glibc.errno
-        if fclose(file) != 0 && writeError == 0 { throw TraceWriteError(path: path, errno: Glibc.errno) }
+        let writeError = written == length ? 0 : errno
+        if fclose(file) != 0 && writeError == 0 { throw TraceWriteError(path: path, errno: errno) }
         if writeError != 0 { throw TraceWriteError(path: path, errno: writeError) }
     }
 }

@@ -169,8 +169,9 @@ extension TaskContext {
             run.noteStaleCommit(generation)
             return false
         }
-        try body()
+        // Recorded before the body: what the body does (declare, remove) follows it in a trace.
         run.noteCommitLanded(generation)
+        try body()
         return true
     }
 }

@@ -46,20 +46,19 @@ struct TraceEvent: Sendable {
     }
 
     /// The run whose write caused a re-evaluation.
-    struct Writer: Sendable, Equatable {
-        let key: String
+    struct Writer: Sendable {
+        let key: any Hashable & Sendable
         let name: TaskName
         let generation: UInt64
 
-        init(key: String, name: TaskName, generation: UInt64) {
-            self.key = key
-            self.name = name
-            self.generation = generation
+        init(_ run: ObservedRun) {
+            key = run.key
+            name = run.name
+            generation = run.generation
         }
 
-        init(_ run: ObservedRun) {
-            self.init(key: String(describing: run.key), name: run.name, generation: run.generation)
-        }
+        /// Its task's label, as `TraceEvent.task`.
+        var task: String { name == .main ? String(describing: key) : "\(key)/\(name)" }
     }
 
     /// The loop time, in nanoseconds.
@@ -105,7 +104,7 @@ extension TraceEvent.Kind: CustomStringConvertible {
         case .shutDown: return "shutdown"
         case .observedChange(let writer):
             guard let writer else { return "observed change" }
-            return "observed change by \(writer.key)/\(writer.name) g\(writer.generation)"
+            return "observed change by \(writer.task) g\(writer.generation)"
         case .cycleStopped: return "cycle stopped"
         }
     }

@@ -42,17 +42,32 @@ private struct TraceExport {
     let dropped: UInt64
     let capacity: Int
 
+    /// A task: its slot's key (as a value: two keys with one description are two tracks) and
+    /// its name.
+    struct Task: Hashable {
+        let key: AnyHashable
+        let name: TaskName
+    }
+
     var out: [String] = []
-    var trackOfLabel: [String: Int] = [:]
+    var trackOfTask: [Task: Int] = [:]
     var labels: [String] = ["registry"]
+    var labelsUsed: [String: Int] = ["registry": 1]
     /// Per track: the current run (its generation and start) and the identity of each
     /// generation declared.
     var openRun: [Int: (generation: UInt64, start: UInt64)] = [:]
     var identities: [Int: [UInt64: String]] = [:]
     var openWindow: [Int: (id: Int, generation: UInt64, name: String)] = [:]
     var nextWindowID = 1
-    var spans: [Span] = []
+    /// Each run's spans by track and generation (a slot removed and declared again counts its
+    /// generations from 1 again), oldest first.
+    var spans: [RunID: [Span]] = [:]
     var flows: [Flow] = []
+
+    struct RunID: Hashable {
+        let track: Int
+        let generation: UInt64
+    }
 
     init(events: [TraceEvent], endTime: UInt64, dropped: UInt64, capacity: Int) {
         self.events = events
@@ -87,10 +102,14 @@ private struct TraceExport {
     }
 
     private mutating func track(of event: TraceEvent) -> Int {
+        let task = Task(key: AnyHashable(event.key), name: event.name)
+        if let track = trackOfTask[task] { return track }
+        // Two tasks whose keys describe alike get one label each: `label`, `label (2)`, ….
         let label = event.task
-        if let track = trackOfLabel[label] { return track }
-        labels.append(label)
-        trackOfLabel[label] = labels.count - 1
+        let uses = labelsUsed[label, default: 0] + 1
+        labelsUsed[label] = uses
+        labels.append(uses == 1 ? label : "\(label) (\(uses))")
+        trackOfTask[task] = labels.count - 1
         return labels.count - 1
     }
 
@@ -165,8 +184,7 @@ private struct TraceExport {
         case .observedChange(let writer):
             var args: [String: JSONValue] = ["generation": .number(generation)]
             if let writer {
-                args["writer"] = .text(
-                    "\(writer.name == .main ? writer.key : "\(writer.key)/\(writer.name)") g\(writer.generation)")
+                args["writer"] = .text("\(writer.task) g\(writer.generation)")
                 flows.append(Flow(writer: writer, track: track, generation: generation, time: event.time))
             }
             instant(track: track, at: event.time, name: "observed change", args: args)
@@ -182,7 +200,8 @@ private struct TraceExport {
     ) {
         openRun[track] = nil
         let identity = identities[track]?[run.generation] ?? "?"
-        spans.append(Span(track: track, generation: run.generation, start: run.start, end: end))
+        spans[RunID(track: track, generation: run.generation), default: []].append(
+            Span(track: track, generation: run.generation, start: run.start, end: end))
         out.append(
             #"{"name":\#(quoted("g\(run.generation) \(identity)")),"cat":"run","ph":"X","ts":\#(micros(run.start)),"#
                 + #""dur":\#(micros(end - run.start)),"pid":1,"tid":\#(track),"#
@@ -199,14 +218,18 @@ private struct TraceExport {
     }
 
     /// A flow joins the writer's run (at the write's evaluation, or the run's end if it ended
-    /// first) to the start of the run it caused; both must be spans of the trace.
+    /// first) to the start of the run it caused; both must be spans of the trace. The writer's
+    /// run is its latest span of that generation started by then; the caused run, the first
+    /// started after.
     private mutating func renderFlows() {
         var id = 1
         for flow in flows {
-            let writerLabel = flow.writer.name == .main ? flow.writer.key : "\(flow.writer.key)/\(flow.writer.name)"
-            guard let writerTrack = trackOfLabel[writerLabel],
-                let source = spans.first(where: { $0.track == writerTrack && $0.generation == flow.writer.generation }),
-                let target = spans.first(where: { $0.track == flow.track && $0.generation == flow.generation })
+            guard
+                let writerTrack = trackOfTask[Task(key: AnyHashable(flow.writer.key), name: flow.writer.name)],
+                let source = spans[RunID(track: writerTrack, generation: flow.writer.generation)]?
+                    .last(where: { $0.start <= flow.time }),
+                let target = spans[RunID(track: flow.track, generation: flow.generation)]?
+                    .first(where: { $0.start >= flow.time })
             else { continue }
             let at = min(max(flow.time, source.start), source.end)
             out.append(

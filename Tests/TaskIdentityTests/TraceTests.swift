@@ -86,8 +86,8 @@ struct TraceTests {
                 "0ms a g1 started",
                 "0ms b g1 started",
                 "10ms a g1 progress",
-                "20ms a g1 result",
                 "20ms a g1 commit",
+                "20ms a g1 result",
                 "20ms a g1 ended finished",
                 "30ms a g1 removed",
                 "30ms  g0 shutdown",
@@ -156,6 +156,27 @@ struct TraceTests {
         h.loop.run()
         let lines = try #require(try h.registry.currentTrace()).lines
         #expect(lines.contains("0ms here g1 started"))
+        h.finish()
+    }
+
+    /// Tracks are tasks, not descriptions: key `a/b` and task `b` of key `a` read alike but are
+    /// two tracks, each with its own runs.
+    @Test func tasksWhoseLabelsReadAlikeAreTwoTracks() throws {
+        let h = RegistryHarness<String>()
+        try h.registry.startTrace()
+        try h.registry.task("a/b", id: 1) { context in try await context.clock.sleep(for: .milliseconds(10)) }
+        try h.registry.task("a", name: "b", id: 1) { context in try await context.clock.sleep(for: .milliseconds(20)) }
+        h.loop.advance(ms: 30)
+        let parsed = try TraceJSON(try #require(try h.registry.currentTrace()).json())
+        var names: [Int: String] = [:]
+        var runs: [String: [Double]] = [:]
+        for event in parsed.events where event["ph"] as? String == "M" && event["name"] as? String == "thread_name" {
+            names[event["tid"] as! Int] = (event["args"] as! [String: Any])["name"] as? String
+        }
+        for event in parsed.events where event["ph"] as? String == "X" {
+            runs[names[event["tid"] as! Int]!, default: []].append(event["dur"] as! Double)
+        }
+        #expect(runs == ["a/b": [10_000], "a/b (2)": [20_000]])
         h.finish()
     }
 

@@ -113,7 +113,8 @@ struct ObservedBench: ParsableCommand {
             report.add("rss_mib", peakResidentMiB(), decimals: 1)
             print(report.line(json: json))
             fflush(nil)
-            try tracing.write([registry], on: [loop])
+            // With several implementations in one run, one file each (FILE.observed, FILE.explicit).
+            try tracing.write([registry], on: [loop], suffix: impl.expanded.count > 1 ? way.rawValue : nil)
             try blockOn { await registry.shutdown() }
             try loop.syncShutdown()
             if equalValues { continue }  // no action runs after the first: nothing to check

@@ -63,9 +63,11 @@ struct TraceOptions: ParsableArguments {
         }
     }
 
-    /// Stops each registry's trace and writes it, if `--trace` was given.
-    func write<Key>(_ registries: [TaskRegistry<Key>], on loops: [UVLoop]) throws {
-        guard let path = trace else { return }
+    /// Stops each registry's trace and writes it, if `--trace` was given; `suffix` tells runs
+    /// of one process apart (`FILE.observed`).
+    func write<Key>(_ registries: [TaskRegistry<Key>], on loops: [UVLoop], suffix: String? = nil) throws {
+        guard let base = trace else { return }
+        let path = suffix.map { "\(base).\($0)" } ?? base
         for (index, (registry, loop)) in zip(registries, loops).enumerated() {
             let recorded = try blockOn { try await loop.submit { try registry.stopTrace() } }
             guard let recorded else { continue }

@@ -131,7 +131,7 @@ struct ServeCommand: AsyncParsableCommand {
         try check("--upstream-connect-timeout-ms", upstreamConnectTimeoutMilliseconds, in: 1...3_600_000)
         try check("--upstream-reply-timeout-ms", upstreamReplyTimeoutMilliseconds, in: 1...3_600_000)
         try check("--upstream-max-connections", upstreamMaxConnections, in: 1...1_000_000)
-        try check("--trace-capacity", traceCapacity, in: 1...(1 << 26))
+        try check("--trace-capacity", traceCapacity, in: RegistryServer.traceCapacities)
     }
 
     /// The cluster the options name, read from its file: nil without `--cluster-config`. Any

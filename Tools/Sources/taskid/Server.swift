@@ -201,7 +201,12 @@ final class RegistryServer: Sendable {
     /// (the server is stopping either way). Any task.
     private func writeTrace(to path: String) async {
         do {
-            guard let trace = try await registry.stopTrace() else { return }
+            guard let trace = try await registry.stopTrace() else {
+                logger.warning(
+                    "trace not written: nothing was recording (TASK.TRACE STOP ended it)", metadata: ["path": "\(path)"]
+                )
+                return
+            }
             try trace.write(toFile: path)
             logger.info(
                 "trace written",

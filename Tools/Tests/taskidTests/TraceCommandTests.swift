@@ -66,12 +66,12 @@ struct TraceCommandTests {
             #expect(stopped[0].contains("\"traceEvents\""))
             #expect(stopped[1...2] == ["nil", "nil"])
             try await client.send(
-                "TASK.TRACE START 0\r\nTASK.TRACE START x\r\nTASK.TRACE START 1 2\r\nTASK.TRACE PAUSE\r\nTASK.TRACE\r\n"
+                "TASK.TRACE START 0\r\nTASK.TRACE START 67108865\r\nTASK.TRACE START 1 2\r\nTASK.TRACE PAUSE\r\nTASK.TRACE\r\n"
             )
             #expect(
                 try await client.replies(5) == [
-                    "-ERR capacity must be a positive integer",
-                    "-ERR capacity must be a positive integer",
+                    "-ERR capacity must be an integer from 1 to 67108864",
+                    "-ERR capacity must be an integer from 1 to 67108864",
                     "-ERR wrong number of arguments for 'task.trace|start' command",
                     "-ERR unknown subcommand 'PAUSE'. Try START, DUMP or STOP.",
                     "-ERR wrong number of arguments for 'task.trace' command",
