@@ -211,7 +211,7 @@ final class RegistryCore: @unchecked Sendable {
         }
         if let generation = endedRun {
             // The current run's end has its phase; a cancelled run's end, none.
-            trace(record, generation, .runEnded(phase: effects.endedRun.map { "\($0.phase)" }))
+            trace(record, generation, .runEnded(phase: effects.endedRun?.phase))
         } else if let change = effects.endedRun, case .cancelled(let reason) = change.phase {
             trace(record, change.generation, .cancelled(reason, ofRun: true))
         }
@@ -281,10 +281,9 @@ final class RegistryCore: @unchecked Sendable {
         if state.timer == nil {
             state.timer = try? loop.makeTimer { [weak self, weak record] in
                 guard let self, let record else { return }
-                if record.state.pending == .throttled {
-                    self.trace(record, record.state.generation, .windowClosed(.throttle))
-                }
+                let wasHeld = record.state.pending
                 let effects = record.state.throttleDue(gate: self.gate(record, now: self.loop.now.nanoseconds))
+                self.traceWindowClosed(record, wasHeld: wasHeld, effects)
                 self.carryOut(effects, on: record)
             }
         }
@@ -448,12 +447,10 @@ final class RegistryCore: @unchecked Sendable {
     /// `TaskRegistry.runNow`: starts the generation of `record` waiting out its debounce or
     /// throttle window.
     func runNow(_ record: AnyTaskRecord) {
-        switch record.state.pending {
-        case .debouncing: trace(record, record.state.generation, .windowClosed(.debounce))
-        case .throttled: trace(record, record.state.generation, .windowClosed(.throttle))
-        case .none, .awaitingPrevious, .startQueued: break
-        }
-        carryOut(record.state.runNow(gate: gate(record)), on: record)
+        let wasHeld = record.state.pending
+        let effects = record.state.runNow(gate: gate(record))
+        traceWindowClosed(record, wasHeld: wasHeld, effects)
+        carryOut(effects, on: record)
     }
 
     /// A run has ended (on the loop thread): its Swift task returned, or its synchronous action
@@ -509,12 +506,35 @@ final class RegistryCore: @unchecked Sendable {
 
     private func debounceDue(_ entry: DebounceEntry) {
         let record = entry.record
-        if record.state.debounceDeadline == entry.deadline && record.state.pending == .debouncing {
-            trace(record, record.state.generation, .windowClosed(.debounce))
-        }
+        let wasHeld = record.state.pending
         let effects = record.state.debounceDue(
             deadline: entry.deadline, gate: gate(record))
+        traceWindowClosed(record, wasHeld: wasHeld, effects)
         carryOut(effects, on: record)
+    }
+
+    /// Records, when tracing, that the event just applied (with `effects`) took the latest
+    /// generation out of the window it waited in (`wasHeld`, its pending part before the
+    /// event): the machine decided, the trace reads its decision rather than repeating its
+    /// rules. A throttle window that still holds is closed and armed again (`carryOut` records
+    /// the new one).
+    @inline(__always)
+    private func traceWindowClosed(
+        _ record: AnyTaskRecord, wasHeld: TaskStateMachine.Pending, _ effects: TaskStateMachine.Effects
+    ) {
+        guard trace != nil else { return }
+        switch wasHeld {
+        case .debouncing where record.state.pending != .debouncing:
+            trace(record, record.state.generation, .windowClosed(.debounce))
+        case .throttled:
+            var rearmed = false
+            if case .waitForThrottle = effects.next { rearmed = true }
+            if record.state.pending != .throttled || rearmed {
+                trace(record, record.state.generation, .windowClosed(.throttle))
+            }
+        default:
+            break
+        }
     }
 
     private func progressDue(_ entry: ProgressEntry) {

@@ -31,7 +31,7 @@ struct TraceEvent: Sendable {
         case resultStored
         /// The run's action returned, with the phase the run ended in (`ended`), or after the
         /// run had been cancelled (`ended` nil).
-        case runEnded(phase: String?)
+        case runEnded(phase: TaskStateMachine.Phase?)
         /// The run's delayed progress signal turned on.
         case progressShown
         /// The task left its slot.
@@ -98,7 +98,7 @@ extension TraceEvent.Kind: CustomStringConvertible {
         case .commitLanded: return "commit"
         case .commitDropped: return "stale commit dropped"
         case .resultStored: return "result"
-        case .runEnded(let phase): return "ended " + (phase ?? "after cancel")
+        case .runEnded(let phase): return "ended " + (phase.map { "\($0)" } ?? "after cancel")
         case .progressShown: return "progress"
         case .removed: return "removed"
         case .shutDown: return "shutdown"

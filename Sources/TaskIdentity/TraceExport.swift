@@ -23,11 +23,10 @@ extension RegistryTrace {
 
 /// One pass over the events, oldest first, keeping what is open per track.
 private struct TraceExport {
+    /// A run's span; its track and generation are its key in `spans`.
     struct Span {
-        let track: Int
-        let generation: UInt64
         let start: UInt64
-        var end: UInt64
+        let end: UInt64
     }
 
     struct Flow {
@@ -172,7 +171,7 @@ private struct TraceExport {
             instant(track: track, at: event.time, name: "result", args: ["generation": .number(generation)])
         case .runEnded(let phase?):
             if let open = openRun[track], open.generation == generation {
-                closeRun(track: track, open, at: event.time, phase: phase)
+                closeRun(track: track, open, at: event.time, phase: "\(phase)")
             }
         case .runEnded(nil):
             instant(
@@ -201,7 +200,7 @@ private struct TraceExport {
         openRun[track] = nil
         let identity = identities[track]?[run.generation] ?? "?"
         spans[RunID(track: track, generation: run.generation), default: []].append(
-            Span(track: track, generation: run.generation, start: run.start, end: end))
+            Span(start: run.start, end: end))
         out.append(
             #"{"name":\#(quoted("g\(run.generation) \(identity)")),"cat":"run","ph":"X","ts":\#(micros(run.start)),"#
                 + #""dur":\#(micros(end - run.start)),"pid":1,"tid":\#(track),"#
