@@ -26,7 +26,9 @@
       with it: the GET reads nil, or an error while it is down). Checked:
         1. stale reads: 0. A GET never reads an id older than the last one acknowledged before it
            was sent, nor older than one already read for that key;
-        2. nil reads only for keys whose node was killed after their last acknowledged SET;
+        2. nil reads only for keys whose node may have died after their last acknowledged SET
+           was sent (a kill began before the GET's reply, and its process was reaped after
+           the SET's send: the signal may land a moment after the kill began);
         3. errors only for keys whose node was down at some time between the request and its
            reply ("inside a failure window"); none outside;
         4. at the end, with every node up and no run left: every key reads its last acknowledged
@@ -228,6 +230,9 @@ class Node:
         self.process = None
         self.lock = threading.Lock()
         self.down_windows = []   # [killed at, up again at (None while down)]
+        # [the kill began, the process was reaped (None until then)]: the process may have died
+        # at any time in between, and answered requests until it did.
+        self.kill_spans = []
         self.kills = 0
         self.runs = []           # per process: [(time, rss bytes, open fds)]
 
@@ -261,11 +266,18 @@ class Node:
         with self.lock:
             process = self.process
             # The window opens before the signal: a request may fail from the signal on.
-            self.down_windows.append([time.monotonic(), None])
+            began = time.monotonic()
+            self.down_windows.append([began, None])
+            self.kill_spans.append([began, None])
             self.kills += 1
             self.process = None
+        # This thread may lose the interpreter lock before the signal is sent: the process
+        # still answers requests sent after `began` until it is dead, so it is dead for certain
+        # only once reaped.
         process.send_signal(signal.SIGKILL)
         process.wait()
+        with self.lock:
+            self.kill_spans[-1][1] = time.monotonic()
 
     def stop(self):
         """SIGTERM; the exit status (None if it had to be killed)."""
@@ -301,9 +313,13 @@ class Node:
             windows = [(a, b) for a, b in self.down_windows]
         return any(a <= end and (b is None or b >= start) for a, b in windows)
 
-    def killed_between(self, start, end):
+    def died_between(self, start, end):
+        """Whether a process of this node may have died between `start` and `end`: a kill
+        began before `end` and its process was reaped after `start` (or not yet). A SET sent at
+        `start` may have been acknowledged by a process killed a moment later, so a kill that
+        began before the send but was not yet done explains its loss too."""
         with self.lock:
-            return any(start <= a <= end for a, _ in self.down_windows)
+            return any(began <= end and (reaped is None or reaped >= start) for began, reaped in self.kill_spans)
 
 
 # One command's outcome: `value` is the reply (a RespError for an error or no reply); `sent` and
@@ -430,7 +446,7 @@ def check_read(shared, key, reply, max_read, why):
         shared.reads += 1
     if value is None:
         seq, set_at = floor
-        if seq < 0 or shared.owner[key].killed_between(set_at, replied):
+        if seq < 0 or shared.owner[key].died_between(set_at, replied):
             with shared.lock:
                 shared.nil_allowed += 1
         else:
@@ -631,7 +647,7 @@ def run_chaos(args, nodes, ports):
         if isinstance(value, RespError):
             final["unreadable"] += 1
         elif value is None:
-            if shared.owner[key].killed_between(set_at, replied):
+            if shared.owner[key].died_between(set_at, replied):
                 final["lost_by_a_kill"] += 1
             else:
                 final["missing"] += 1
@@ -689,7 +705,7 @@ def run_chaos(args, nodes, ports):
         failed = True
     if shared.nil_missing:
         key, seq = shared.nil_missing[0]
-        print("FAIL: %d nil reads of keys whose node was not killed after their last acknowledged SET, "
+        print("FAIL: %d nil reads of keys whose node did not die after their last acknowledged SET was sent, "
               "e.g. %s (i%d)" % (len(shared.nil_missing), key, seq))
         failed = True
     if shared.errors_outside:
