@@ -1,14 +1,21 @@
 // swift-tools-version:6.2
 import PackageDescription
 
-// The library package stays light for people who embed it: with its default traits (none),
-// libuv is its only dependency, and a consumer resolves no other package. Each integration is a
-// package trait that a consumer turns on:
+// The library package stays light for people who embed it. Its modules are layered:
+//
+//     TaskLoopCore   the loop contract, in Swift alone: TaskLoop, time, timers, sleep, TestLoop
+//     UVLoop         that contract on libuv (the only module with C in it: CLibUV)
+//     TaskLoopNIO    that contract on a SwiftNIO EventLoop (trait NIO)
+//     TaskIdentity   the registry, on TaskLoopCore alone
+//
+// so a consumer that runs its registries on NIO (TaskIdentity + TaskLoopNIO) neither builds nor
+// links libuv, and a default consumer of UVLoop resolves libuv and no other package. Each
+// integration is a package trait that a consumer turns on:
 //
 //     .package(url: "…/TaskIdentity", from: "…", traits: ["Logging", "Metrics"])
 //
-// One trait is not an integration: `PublicObservation` builds observed identities on
-// Observation's public interface alone (see ObservationMechanism.swift).
+// One trait is not an integration: `ObservationSPI` builds observed identities on Observation's
+// underscored `didSet` interface instead of its public one (see ObservationMechanism.swift).
 //
 // The server (`taskid`) lives in the nested package at Tools/, the benchmark tooling at
 // Benchmarks/, and the example web service at Examples/search-service.
@@ -16,6 +23,7 @@ let package = Package(
     name: "TaskIdentity",
     platforms: [.macOS(.v15)],
     products: [
+        .library(name: "TaskLoopCore", targets: ["TaskLoopCore"]),
         .library(name: "UVLoop", targets: ["UVLoop"]),
         .library(name: "TaskIdentity", targets: ["TaskIdentity"]),
         // Empty without the `NIO` trait.
@@ -33,9 +41,9 @@ let package = Package(
                 "The TaskLoopNIO module's NIOTaskLoop: a TaskLoop on a SwiftNIO EventLoop, for registries on a NIO server's own loops."
         ),
         .trait(
-            name: "PublicObservation",
+            name: "ObservationSPI",
             description:
-                "Observed identities hear of writes through Observation's public withObservationTracking(_:onChange:) (before the store, plus a hop to the loop) instead of its underscored didSet interface, for a toolchain without it. A write made off the loop thread may then be read before it is stored; see ObservationMechanism."
+                "Observed identities hear of writes through Observation's underscored didSet interface (@_spi(SwiftUI): after the store, on the writing thread) instead of the public withObservationTracking(_:onChange:) (before the store, plus a hop to the loop). No stability promise: a toolchain update may break the build. See ObservationMechanism."
         ),
         .default(enabledTraits: []),
     ],
@@ -55,10 +63,17 @@ let package = Package(
             pkgConfig: "libuv",
             providers: [.apt(["libuv1-dev"]), .brew(["libuv"])]
         ),
+        // The loop contract, with no C in it: what every loop kind and the registry share.
+        .target(
+            name: "TaskLoopCore",
+            dependencies: [
+                .product(name: "Logging", package: "swift-log", condition: .when(traits: ["Logging"]))
+            ]
+        ),
         .target(
             name: "UVLoop",
             dependencies: [
-                "CLibUV",
+                "CLibUV", "TaskLoopCore",
                 .product(name: "Logging", package: "swift-log", condition: .when(traits: ["Logging"])),
                 .product(
                     name: "ServiceLifecycle", package: "swift-service-lifecycle",
@@ -68,7 +83,7 @@ let package = Package(
         .target(
             name: "TaskIdentity",
             dependencies: [
-                "UVLoop",
+                "TaskLoopCore",
                 .product(name: "Logging", package: "swift-log", condition: .when(traits: ["Logging"])),
                 .product(name: "CoreMetrics", package: "swift-metrics", condition: .when(traits: ["Metrics"])),
                 .product(
@@ -82,12 +97,13 @@ let package = Package(
         .target(
             name: "TaskLoopNIO",
             dependencies: [
-                "UVLoop",
+                "TaskLoopCore",
                 .product(name: "NIOCore", package: "swift-nio", condition: .when(traits: ["NIO"])),
             ]
         ),
-        .testTarget(name: "UVLoopTests", dependencies: ["UVLoop", "CLibUV"]),
-        .testTarget(name: "TaskIdentityTests", dependencies: ["TaskIdentity", "UVLoop"]),
+        .testTarget(name: "TaskLoopCoreTests", dependencies: ["TaskLoopCore"]),
+        .testTarget(name: "UVLoopTests", dependencies: ["UVLoop", "TaskLoopCore", "CLibUV"]),
+        .testTarget(name: "TaskIdentityTests", dependencies: ["TaskIdentity", "TaskLoopCore", "UVLoop"]),
         // Run with the `NIO` trait on (scripts/test turns every trait on); without it, it is empty.
         .testTarget(
             name: "TaskLoopNIOTests",

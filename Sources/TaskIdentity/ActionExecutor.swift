@@ -1,4 +1,4 @@
-import UVLoop
+import TaskLoopCore
 
 /// Where a task's action runs. The registry's bookkeeping (identities, generations, phases,
 /// counters, timers) always stays on the registry's loop; only the action's own code moves.

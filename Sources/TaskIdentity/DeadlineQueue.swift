@@ -1,4 +1,4 @@
-@_spi(TaskIdentityInternals) import UVLoop
+import TaskLoopCore
 
 /// Deadlines that all lie one fixed `delay` after the moment they were set: debounce windows,
 /// progress delays and synchronous runs' delays. Such deadlines arrive in order, so a FIFO replaces a heap: pushing is

@@ -1,11 +1,11 @@
-// Observation's `didSet` tracking is SPI (public, underscored for SwiftUI): the public
-// `onChange` fires in `willSet`, before the new value is stored, so an evaluation on the loop
-// could read the old value of a write made on another thread and miss it for good. The
-// `PublicObservation` trait builds without the SPI (see `ObservationMechanism`).
+// Observation's `didSet` tracking is SPI (public, underscored for SwiftUI), with no stability
+// promise, so only the `ObservationSPI` trait imports it. The public `onChange` fires in
+// `willSet`, before the new value is stored, so an evaluation on the loop may read the old
+// value of a write made on another thread (see `ObservationMechanism`).
 import Synchronization
-import UVLoop
+import TaskLoopCore
 
-#if PublicObservation
+#if !ObservationSPI
     import Observation
 #else
     @_spi(SwiftUI) import Observation
@@ -27,7 +27,7 @@ class AnyIdentityTracker: @unchecked Sendable {
     @exclusivity(unchecked) final var isTracking = true
     final let subscription: ObservationSubscription
     final let mechanism: ObservationMechanism
-    #if !PublicObservation
+    #if ObservationSPI
         /// What Observation calls after a tracked property is stored (`didSet`): made once per
         /// tracker, so that an evaluation allocates no closure for it.
         final let onDidSet: @Sendable (ObservationTracking) -> Void
@@ -39,7 +39,7 @@ class AnyIdentityTracker: @unchecked Sendable {
         let subscription = ObservationSubscription(inbox: inbox)
         self.subscription = subscription
         self.mechanism = mechanism
-        #if !PublicObservation
+        #if ObservationSPI
             self.onDidSet = { tracking in
                 tracking.cancel()  // one notification per evaluation: later writes wait for the next one
                 subscription.fired()
@@ -53,7 +53,7 @@ class AnyIdentityTracker: @unchecked Sendable {
     /// to the subscription, by `mechanism`.
     @inline(__always)
     final func tracking<Value>(_ read: () -> Value) -> Value {
-        #if PublicObservation
+        #if !ObservationSPI
             return withObservationTracking(read, onChange: onWillSet)
         #else
             switch mechanism {

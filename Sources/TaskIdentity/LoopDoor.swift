@@ -1,4 +1,4 @@
-import UVLoop
+import TaskLoopCore
 
 /// A registry core's way onto its loop thread for code running elsewhere: an actor whose
 /// executor is the loop's serial executor, so that its methods run on the loop thread, whatever

@@ -1,20 +1,10 @@
-import UVLoop
+import TaskLoopCore
 
 /// The action of an observed task: the identity its closure computed, typed, and the run's
 /// context. Runs like a `TaskAction`; its reads of observable state are not tracked.
 public typealias ObservedTaskAction<ID> = nonisolated(nonsending) @Sendable (ID, TaskContext) async throws -> Void
 
 extension TaskRegistry {
-    /// Creates an empty registry on `loop` whose chains of observed runs stop after
-    /// `maxObservationDepth` caused runs (see `ObservationCycleError`; the default is 100).
-    ///
-    /// - Throws: `RegistryError.invalidObservationDepth` if `maxObservationDepth` is below 1.
-    /// - Note: May be called from any thread.
-    public convenience init(loop: any TaskLoop, maxObservationDepth: Int) throws(RegistryError) {
-        guard maxObservationDepth >= 1 else { throw .invalidObservationDepth(maxObservationDepth) }
-        self.init(loop: loop, log: RegistryLog(), maxObservationDepth: maxObservationDepth)
-    }
-
     /// Declares the task `name` of slot `key` with an identity **derived from observable
     /// state**: `identity` is evaluated now, with Observation tracking the `@Observable`
     /// properties it reads, and its value is the task's identity. When any of those properties
@@ -29,10 +19,11 @@ extension TaskRegistry {
     /// }
     /// ```
     ///
-    /// - The re-evaluation reads a write after its store, from any thread. With the
-    ///   `PublicObservation` trait (Observation's public interface only, reporting a write
-    ///   before its store), that holds for writes on the loop thread; a write made on another
-    ///   thread may be read before it is stored, and is then seen only with the next write.
+    /// - By default (Observation's public interface, which reports a write before its store),
+    ///   the re-evaluation reads a write made on the loop thread after its store; a write made
+    ///   on another thread may be read before it is stored, and is then seen only with the next
+    ///   write of a property the identity reads. With the `ObservationSPI` trait (the
+    ///   underscored `didSet` interface) it reads every write after its store, from any thread.
     /// - Only `identity` is tracked. The action's reads and writes never are, and properties
     ///   marked `@ObservationIgnored` are not tracked inside `identity` either: caches the
     ///   action keeps restart nothing.

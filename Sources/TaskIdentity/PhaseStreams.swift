@@ -1,4 +1,4 @@
-import UVLoop
+import TaskLoopCore
 
 /// The phase streams of one registry's tasks (`phaseUpdates(of:)`), by slot and name.
 ///

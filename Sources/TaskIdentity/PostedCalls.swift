@@ -1,4 +1,4 @@
-import UVLoop
+import TaskLoopCore
 
 /// The queue of calls made on a registry from threads other than its loop's.
 ///

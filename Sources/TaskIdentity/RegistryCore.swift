@@ -1,4 +1,4 @@
-import UVLoop
+import TaskLoopCore
 
 /// The registry's engine, independent of the key type: options, deadline queues, and the life
 /// of every run (schedule, start, cancel, end). `TaskRegistry` owns the slot table and calls in.
@@ -48,6 +48,11 @@ final class RegistryCore: @unchecked Sendable {
     /// loop thread only, read at every traced place and never held across a call
     /// (docs/safety.md).
     @exclusivity(unchecked) @usableFromInline var trace: TraceRecorder?
+    #if Metrics
+        /// The export `RegistryConfiguration.metrics` asked for, kept for the core's life.
+        /// Loop thread only.
+        var configuredExport: RegistryMetricsExport?
+    #endif
     /// The owner's `PhaseStreams<Key>`, where records publish their phases: held here too, so
     /// that a registry released without shutdown still ends its streams the way shutdown does.
     let phaseStreams: AnyObject
@@ -70,14 +75,14 @@ final class RegistryCore: @unchecked Sendable {
     @exclusivity(unchecked) private var isStartingRuns = false
     @exclusivity(unchecked) private var startAgainAfterPass = false
 
-    /// Where what would otherwise be swallowed is reported (see `RegistryLog`).
-    let log: RegistryLog
+    /// Where what would otherwise be swallowed is reported (see `LibraryLog`).
+    let log: LibraryLog
 
     /// `log.debug`, for the registry's inlinable paths (out of line: they fail rarely).
     @usableFromInline @inline(never)
     func logDebug(_ message: String) { log.debug(message) }
 
-    init(loop: any TaskLoop, log: RegistryLog, phaseStreams: AnyObject) {
+    init(loop: any TaskLoop, log: LibraryLog, phaseStreams: AnyObject) {
         self.log = log
         self.phaseStreams = phaseStreams
         self.loop = loop

@@ -1,4 +1,4 @@
-import UVLoop
+import TaskLoopCore
 
 /// The one error type of the registry: a stable `code` to match on, and a `detail` that says
 /// what the code alone does not (which option was negative, and its value).
@@ -22,6 +22,7 @@ public struct RegistryError: Error, Hashable, Sendable, CustomStringConvertible 
             case invalidObservationDepth
             case loopFailed
             case invalidTraceCapacity
+            case invalidPostedCallLimit
         }
         private let base: Base
 
@@ -31,7 +32,7 @@ public struct RegistryError: Error, Hashable, Sendable, CustomStringConvertible 
         /// The registry's loop has not been started yet: start it (`UVLoop.start()`), then
         /// declare. The registry stays usable; nothing was queued.
         public static let loopNotStarted = Code(base: .loopNotStarted)
-        /// A call from another thread found `TaskRegistry.postedCallLimit` calls already
+        /// A call from another thread found `RegistryConfiguration.postedCallLimit` calls already
         /// queued for the loop. It was not queued; `await flush()` and call again.
         public static let overloaded = Code(base: .overloaded)
         /// A debounce, throttle or progress delay was negative.
@@ -46,6 +47,8 @@ public struct RegistryError: Error, Hashable, Sendable, CustomStringConvertible 
         public static let loopFailed = Code(base: .loopFailed)
         /// `startTrace` was given a capacity below 1.
         public static let invalidTraceCapacity = Code(base: .invalidTraceCapacity)
+        /// `RegistryConfiguration.postedCallLimit` was below 1.
+        public static let invalidPostedCallLimit = Code(base: .invalidPostedCallLimit)
 
         /// The code's name, such as `shutDown`.
         public var description: String {
@@ -58,6 +61,7 @@ public struct RegistryError: Error, Hashable, Sendable, CustomStringConvertible 
             case .invalidObservationDepth: return "invalidObservationDepth"
             case .loopFailed: return "loopFailed"
             case .invalidTraceCapacity: return "invalidTraceCapacity"
+            case .invalidPostedCallLimit: return "invalidPostedCallLimit"
             }
         }
     }
@@ -132,11 +136,19 @@ public struct RegistryError: Error, Hashable, Sendable, CustomStringConvertible 
         RegistryError(.invalidObservationDepth, detail: "maxObservationDepth must be at least 1 (got \(value))")
     }
 
-    /// `startTrace` was given the capacity `value`, below 1.
+    /// `startTrace` or `RegistryConfiguration.traceCapacity` was given the capacity `value`,
+    /// below 1.
     ///
     /// May be called from any thread.
     public static func invalidTraceCapacity(_ value: Int) -> RegistryError {
         RegistryError(.invalidTraceCapacity, detail: "a trace's capacity must be at least 1 (got \(value))")
+    }
+
+    /// `RegistryConfiguration.postedCallLimit` was given `value`, below 1.
+    ///
+    /// May be called from any thread.
+    public static func invalidPostedCallLimit(_ value: Int) -> RegistryError {
+        RegistryError(.invalidPostedCallLimit, detail: "postedCallLimit must be at least 1 (got \(value))")
     }
 
     /// A one-line explanation (with the loop's error, when there is one).

@@ -1,6 +1,6 @@
 #if Metrics
     import CoreMetrics
-    import UVLoop
+    import TaskLoopCore
 
     /// A registry's counters exported as swift-metrics: every field of
     /// `RegistryCounters.fields` under `<prefix>_<name>`, a `Counter` for the fields that only
@@ -132,5 +132,33 @@
                 throw RegistryError(loopRefused: error)
             }
         }
+    }
+
+    extension TaskRegistry {
+        /// Starts the export `configuration.metrics` asks for, on the loop thread; the registry
+        /// keeps it until its loop shuts down. A loop that refuses the timer is logged: the
+        /// registry works without its metrics. May be called from any thread.
+        func startConfiguredExports() {
+            guard let options = configuration.metrics else { return }
+            let start: @Sendable () -> Void = { [weak self] in
+                guard let self else { return }
+                do {
+                    self.core.configuredExport = try self.exportMetrics(
+                        prefix: options.prefix, dimensions: options.dimensions, every: options.interval,
+                        factory: options.factory)
+                } catch {
+                    self.core.logDebug("the configured metrics export could not start: \(error)")
+                }
+            }
+            if loop.inLoop { return start() }
+            do { try loop.execute(start) } catch {
+                core.logDebug("the configured metrics export could not start: \(error)")
+            }
+        }
+    }
+#else
+    extension TaskRegistry {
+        /// Without the `Metrics` trait there is nothing to export.
+        func startConfiguredExports() {}
     }
 #endif

@@ -1,4 +1,4 @@
-import UVLoop
+import TaskLoopCore
 
 /// A task registry spread over several loops: each key belongs to one shard (one loop, one
 /// `TaskRegistry`), chosen from the key's hash, so that slots use every core while each slot
@@ -37,9 +37,19 @@ public final class ShardedTaskRegistry<Key: Hashable & Sendable>: Sendable {
     /// - Parameters:
     ///   - group: one shard per loop of the group.
     ///   - shardHash: the hash that places a key (see `init(loops:shardHash:)`).
-    public init(group: UVLoopGroup, shardHash: (@Sendable (Key) -> Int)? = nil) {
-        shards = group.loops.map { TaskRegistry<Key>(loop: $0) }
-        self.shardHash = shardHash
+    public convenience init(group: some TaskLoopGroup, shardHash: (@Sendable (Key) -> Int)? = nil) {
+        self.init(loops: group.taskLoops, shardHash: shardHash)
+    }
+
+    /// Creates one shard per loop of `group`, in the group's order, each with `configuration`'s
+    /// settings (see `init(loops:configuration:shardHash:)`).
+    ///
+    /// - Throws: `RegistryError` for a setting out of range (see `RegistryConfiguration`).
+    /// - Note: May be called from any thread.
+    public convenience init(
+        group: some TaskLoopGroup, configuration: RegistryConfiguration, shardHash: (@Sendable (Key) -> Int)? = nil
+    ) throws(RegistryError) {
+        try self.init(loops: group.taskLoops, configuration: configuration, shardHash: shardHash)
     }
 
     /// Creates one shard per loop of `loops` (libuv loops, a NIO application's own event loops
@@ -50,14 +60,38 @@ public final class ShardedTaskRegistry<Key: Hashable & Sendable>: Sendable {
     /// - Parameters:
     ///   - loops: one loop per shard.
     ///   - shardHash: the hash that places a key: shard `hash % loops.count`, the hash taken as
-    ///     unsigned (`UVLoopGroup.shardIndex(forHash:shardCount:)`). Nil (the default) uses `hashValue`,
+    ///     unsigned (`TaskLoopGroup.shardIndex(forHash:shardCount:)`). Nil (the default) uses `hashValue`,
     ///     which Swift seeds per process; give a hash of your own for a placement that is the
     ///     same in every process (a user's shard named in a log), or one you choose (`{ $0 }`
     ///     puts a non-negative integer key `k` on shard `k % loops.count`). Called on every
     ///     call that takes a key, from any thread: it must be cheap and must not fail.
-    public init(loops: [any TaskLoop], shardHash: (@Sendable (Key) -> Int)? = nil) {
-        precondition(!loops.isEmpty, "a sharded registry needs at least one loop")
-        shards = loops.map { TaskRegistry<Key>(loop: $0) }
+    public convenience init(loops: [any TaskLoop], shardHash: (@Sendable (Key) -> Int)? = nil) {
+        self.init(shards: loops.map { TaskRegistry<Key>(loop: $0) }, shardHash: shardHash)
+    }
+
+    /// Creates one shard per loop of `loops`, in that order, each with `configuration`'s
+    /// settings: its limits, logger and trace apply to each shard on its own, and a metrics
+    /// export adds the dimension `shard` (the shard's index) to each shard's metrics.
+    ///
+    /// - Throws: `RegistryError` for a setting out of range (see `RegistryConfiguration`).
+    /// - Note: May be called from any thread.
+    public convenience init(
+        loops: [any TaskLoop], configuration: RegistryConfiguration, shardHash: (@Sendable (Key) -> Int)? = nil
+    ) throws(RegistryError) {
+        try configuration.validate()
+        let shards = loops.enumerated().map { index, loop in
+            var shardConfiguration = configuration
+            #if Metrics
+                shardConfiguration.metrics?.dimensions.append(("shard", "\(index)"))
+            #endif
+            return TaskRegistry<Key>(loop: loop, checked: shardConfiguration)
+        }
+        self.init(shards: shards, shardHash: shardHash)
+    }
+
+    private init(shards: [TaskRegistry<Key>], shardHash: (@Sendable (Key) -> Int)?) {
+        precondition(!shards.isEmpty, "a sharded registry needs at least one loop")
+        self.shards = shards
         self.shardHash = shardHash
     }
 
@@ -70,7 +104,7 @@ public final class ShardedTaskRegistry<Key: Hashable & Sendable>: Sendable {
     public func shardIndex(for key: Key) -> Int {
         let count = shards.count
         if count == 1 { return 0 }
-        return UVLoopGroup.shardIndex(forHash: shardHash?(key) ?? key.hashValue, shardCount: count)
+        return ShardPlacement.index(forHash: shardHash?(key) ?? key.hashValue, shardCount: count)
     }
 
     /// The shard that owns `key`.

@@ -1,4 +1,4 @@
-import UVLoop
+import TaskLoopCore
 
 /// The action of a task: one Swift task per run, on the registry's loop or on the executor
 /// chosen for the task (`ActionExecutor`).

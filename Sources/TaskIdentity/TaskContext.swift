@@ -1,4 +1,4 @@
-import UVLoop
+import TaskLoopCore
 
 /// What a running action knows about itself: its id and generation, whether it is still the
 /// current run, a `commit` that lets its results land only while it is, and the loop's clock.

@@ -1,4 +1,4 @@
-import UVLoop
+import TaskLoopCore
 
 /// Declaration options, interned per registry so that a record holds one reference to them,
 /// and so that the debounce and progress queues are looked up once per distinct options, not

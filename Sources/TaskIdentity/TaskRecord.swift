@@ -1,4 +1,4 @@
-import UVLoop
+import TaskLoopCore
 
 /// One task of one slot: its state machine, its pending action and its running task.
 ///

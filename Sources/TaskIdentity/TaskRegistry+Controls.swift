@@ -1,4 +1,4 @@
-import UVLoop
+import TaskLoopCore
 
 // Controlling a declared task in place: cancel it, start it now, drop its pending generation.
 extension TaskRegistry {

@@ -1,14 +1,7 @@
-import UVLoop
+import TaskLoopCore
 
 // Calls from other threads: queued under a lock, applied in order on the loop thread.
 extension TaskRegistry {
-
-    /// The most calls from other threads that may wait for the loop at once; past it, a
-    /// declaration, removal or control call from another thread throws
-    /// `RegistryError.overloaded` (see `task`).
-    ///
-    /// May be read from any thread.
-    public static var postedCallLimit: Int { 65_536 }
 
     @inlinable
     func post(_ operation: PostedOperation, limited: Bool = false) throws(RegistryError) {

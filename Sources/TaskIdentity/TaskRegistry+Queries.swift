@@ -1,4 +1,4 @@
-import UVLoop
+import TaskLoopCore
 
 // Reading the registry: at once on the loop thread, or in one hop from any thread.
 extension TaskRegistry {

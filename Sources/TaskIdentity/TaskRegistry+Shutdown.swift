@@ -1,4 +1,4 @@
-import UVLoop
+import TaskLoopCore
 
 extension TaskRegistry {
 

@@ -1,4 +1,4 @@
-import UVLoop
+import TaskLoopCore
 
 // Recording the registry's trace: a timeline of every task's declarations, windows, runs,
 // cancellations and commits, exported as Trace Event JSON (see `RegistryTrace`).

@@ -1,4 +1,4 @@
-import UVLoop
+import TaskLoopCore
 
 /// A keyed task registry: SwiftUI's `.task(id:)` lifecycle for servers, tools and libraries.
 ///
@@ -36,7 +36,7 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
     @usableFromInline let core: RegistryCore
     // @exclusivity(unchecked): the slots, loop thread only; no access is held across a call.
     @exclusivity(unchecked) @usableFromInline var slots: [Key: TaskRecord<Key>] = [:]
-    @usableFromInline let posted = PostedCalls<PostedOperation>(capacity: TaskRegistry.postedCallLimit)
+    @usableFromInline let posted: PostedCalls<PostedOperation>
     // @exclusivity(unchecked): `runPosted`'s swap buffer, loop thread only; no access held across a call.
     @exclusivity(unchecked) @usableFromInline var postedBuffer: [PostedOperation?] = []
     /// The phase streams of the tasks (`phaseUpdates(of:)`), shared with the core.
@@ -50,12 +50,12 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
     @exclusivity(unchecked) @usableFromInline var observations: [ObserverKey: AnyIdentityTracker] = [:]
     /// Where subscriptions post the observed tasks to re-evaluate, from any thread.
     let observationInbox: ObservationInbox
-    /// How many runs a chain of observed runs may have after its first, each caused by the one
-    /// before it, before the next re-evaluation is stopped as a cycle (see
-    /// `ObservationCycleError`). 100 unless set with `init(loop:maxObservationDepth:)`.
+    /// The settings the registry was made with (see `RegistryConfiguration`).
     ///
     /// May be read from any thread.
-    public let maxObservationDepth: Int
+    public let configuration: RegistryConfiguration
+    /// `configuration.maxObservationDepth`, kept apart for the observed-identity path.
+    let maxObservationDepth: Int
     /// How observed identities hear of writes (`ObservationMechanism.default` unless a test
     /// picks the other). Immutable.
     let observationMechanism: ObservationMechanism
@@ -88,28 +88,47 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
     /// The loop whose thread owns the registry and runs its actions. May be read from any thread.
     public var loop: any TaskLoop { core.loop }
 
-    /// Creates an empty registry on `loop` (a started `UVLoop`, or a `TestLoop`).
+    /// Creates an empty registry on `loop` (a started `UVLoop`, a `NIOTaskLoop`, or a
+    /// `TestLoop`), with every setting at its default.
     ///
     /// May be called from any thread.
     public convenience init(loop: any TaskLoop) {
-        self.init(loop: loop, log: RegistryLog())
+        self.init(loop: loop, checked: RegistryConfiguration())
     }
 
-    /// Creates an empty registry on `loop` that reports to `log`. May be called from any thread.
+    /// Creates an empty registry on `loop` with `configuration`'s settings (see
+    /// `RegistryConfiguration`).
+    ///
+    /// - Throws: `RegistryError` for a setting out of range (`.invalidObservationDepth`,
+    ///   `.invalidPostedCallLimit`, `.invalidTraceCapacity`, `.invalidDuration`); nothing is
+    ///   made then.
+    /// - Note: May be called from any thread.
+    public convenience init(loop: any TaskLoop, configuration: RegistryConfiguration) throws(RegistryError) {
+        try configuration.validate()
+        self.init(loop: loop, checked: configuration)
+    }
+
+    /// Creates an empty registry from a configuration already validated. May be called from any
+    /// thread.
     init(
-        loop: any TaskLoop, log: RegistryLog, maxObservationDepth: Int = 100,
+        loop: any TaskLoop, checked configuration: RegistryConfiguration,
         observationMechanism: ObservationMechanism = .default
     ) {
-        self.maxObservationDepth = maxObservationDepth
+        self.configuration = configuration
+        self.maxObservationDepth = configuration.maxObservationDepth
         self.observationMechanism = observationMechanism
+        posted = PostedCalls(capacity: configuration.postedCallLimit)
         let phaseStreams = PhaseStreams<Key>()
         self.phaseStreams = phaseStreams
-        core = RegistryCore(loop: loop, log: log, phaseStreams: phaseStreams)
+        core = RegistryCore(loop: loop, log: configuration.log, phaseStreams: phaseStreams)
+        // Not shared with any thread yet: the recorder can be set before the loop sees the core.
+        if let capacity = configuration.traceCapacity { core.trace = TraceRecorder(capacity: capacity) }
         observationInbox = ObservationInbox(loop: loop)
         core.owner = self
         // If the loop shuts down first, the registry shuts down with it (on the loop thread,
         // before the loop closes its handles), so that every phase still ends final.
         loop.onShutdown { [weak self] in self?.applyShutdown() }
+        startConfiguredExports()
     }
 
     deinit {
@@ -167,10 +186,10 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
     ///     `id:` values before it are variadic.
     /// - Throws: `RegistryError.shutDown` after shutdown; `.invalidDuration` for a negative
     ///   duration; from another thread, `.loopNotStarted` before the loop starts and
-    ///   `.overloaded` when `postedCallLimit` calls are already queued for the loop.
+    ///   `.overloaded` when `configuration.postedCallLimit` calls are already queued for the loop.
     /// - Note: May be called from any thread, and never blocks it. On the loop thread it acts at
     ///   once. From another thread it is queued for the loop (one wake-up per batch of calls)
-    ///   and returns; when the loop falls `postedCallLimit` calls behind, further declarations
+    ///   and returns; when the loop falls `configuration.postedCallLimit` calls behind, further declarations
     ///   are refused with `.overloaded` rather than parking the calling thread (which may be a
     ///   cooperative-pool thread or a NIO event loop). On `.overloaded`, `await flush()` and
     ///   declare again: see the README's "Declaring from other threads" for the measured

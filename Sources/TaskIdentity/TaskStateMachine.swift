@@ -1,4 +1,4 @@
-import UVLoop
+import TaskLoopCore
 
 /// The life of one task of one slot, as a pure state machine: one `mutating func` per event,
 /// each returning what the registry's core must do. The core owns the side effects (Swift

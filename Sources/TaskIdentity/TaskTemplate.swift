@@ -1,4 +1,4 @@
-import UVLoop
+import TaskLoopCore
 
 /// A task's action and options, made once and used for many declarations. A declaration through
 /// a template passes only the key and the identity: no closure is allocated per change, and the

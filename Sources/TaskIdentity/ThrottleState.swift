@@ -1,4 +1,4 @@
-import UVLoop
+import TaskLoopCore
 
 /// Throttle bookkeeping, allocated only for throttled tasks.
 final class ThrottleState {

@@ -1,4 +1,4 @@
-import UVLoop
+import TaskLoopCore
 
 /// A `TaskTemplate` whose identity has one type, `ID`, that its action receives typed: no
 /// `context.id(as:)` cast, and declaring it with an identity of another type does not compile.

@@ -1,6 +1,6 @@
 #if NIO
     import NIOCore
-    import UVLoop
+    import TaskLoopCore
 
     /// A one-shot timer of a `NIOTaskLoop`: a task scheduled on the event loop with
     /// `scheduleTask(deadline:)`, re-armed by cancelling it and scheduling a new one.

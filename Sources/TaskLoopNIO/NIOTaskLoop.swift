@@ -1,7 +1,7 @@
 #if NIO
     import NIOCore
     import Synchronization
-    import UVLoop
+    import TaskLoopCore
 
     /// A `TaskLoop` over a SwiftNIO `EventLoop`, so that a NIO server (Hummingbird, Vapor, your
     /// own channel pipeline) runs `TaskRegistry`s on its own event loops, with no second thread:

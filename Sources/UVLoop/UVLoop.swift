@@ -41,7 +41,7 @@ public final class UVLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomStr
     /// The loop's name, used in messages.
     public let name: String
     /// Where the loop's life and swallowed errors go (a swift-log logger with the Logging trait).
-    let log: LoopLog
+    let log: LibraryLog
 
     /// State shared with other threads, guarded by `crossThread`.
     struct CrossThreadState {
@@ -92,10 +92,10 @@ public final class UVLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomStr
     /// May be called from any thread.
     /// - Parameter name: used in messages and descriptions.
     public convenience init(name: String = "uv-loop") {
-        self.init(name: name, log: LoopLog())
+        self.init(name: name, log: LibraryLog())
     }
 
-    init(name: String, log: LoopLog) {
+    init(name: String, log: LibraryLog) {
         self.name = name
         self.log = log
         uvLoop = .allocate(capacity: 1)
@@ -397,7 +397,7 @@ public final class UVLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomStr
 
     /// Queues a job or closure from any thread: the local queue on the loop thread, the
     /// cross-thread queue elsewhere, or (after shutdown) the calling thread.
-    func enqueue(_ work: LoopWork, priority: UInt8) {
+    package func enqueue(_ work: LoopWork, priority: UInt8) {
         if inLoop {
             enqueueLocal(work, priority: priority)
             return
@@ -426,7 +426,7 @@ public final class UVLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomStr
     /// May be read from any thread.
     public var executor: any SerialExecutor { serialExecutor }
 
-    var unownedSerialExecutor: UnownedSerialExecutor { serialExecutor.asUnownedSerialExecutor() }
+    package var unownedSerialExecutor: UnownedSerialExecutor { serialExecutor.asUnownedSerialExecutor() }
 
     /// The loop as a task executor, for `Task(executorPreference: loop)`; such a task retains
     /// the loop.

@@ -11,9 +11,11 @@ import Synchronization
 ///
 /// The group is `Sendable`; every member may be called from any thread, except that
 /// `syncShutdown()` may not be called on one of the group's own loop threads.
-public final class UVLoopGroup: Sendable {
+public final class UVLoopGroup: TaskLoopGroup {
     /// The loops, started, in a fixed order.
     public let loops: [UVLoop]
+    /// The loops as the loop contract sees them (`TaskLoopGroup`), for a sharded registry.
+    public var taskLoops: [any TaskLoop] { loops }
     private let nextIndex = Atomic<Int>(0)
 
     /// Creates and starts `count` loops.
@@ -22,10 +24,10 @@ public final class UVLoopGroup: Sendable {
     ///   or `LoopError.libuv(UV_EINVAL)` for a count below 1.
     /// - Note: May be called from any thread.
     public convenience init(loops count: Int, namePrefix: String = "uv-loop") throws(LoopError) {
-        try self.init(loops: count, namePrefix: namePrefix, log: LoopLog())
+        try self.init(loops: count, namePrefix: namePrefix, log: LibraryLog())
     }
 
-    init(loops count: Int, namePrefix: String, log: LoopLog) throws(LoopError) {
+    init(loops count: Int, namePrefix: String, log: LibraryLog) throws(LoopError) {
         guard count >= 1 else {
             throw LoopError(.libuv(UV_EINVAL.rawValue), operation: "UVLoopGroup.init(loops: \(count))")
         }
@@ -52,22 +54,6 @@ public final class UVLoopGroup: Sendable {
     /// The loop for a hash value: the same hash always maps to the same loop.
     public func loop(forHash hash: Int) -> UVLoop {
         loops[Self.shardIndex(forHash: hash, shardCount: loops.count)]
-    }
-
-    /// The index, in `0..<shardCount`, of the shard that owns a key with hash value `hash`:
-    /// the one mapping from hash to shard used by `loop(forHash:)`, the sharded registry and
-    /// the server, so that a key always lands on the same loop whichever of them places it.
-    ///
-    /// The hash is taken as an unsigned bit pattern, so negative hashes map like any other.
-    /// Within one process run only: Swift seeds `hashValue` per process.
-    ///
-    /// May be called from any thread.
-    /// - Parameters:
-    ///   - hash: the key's `hashValue`.
-    ///   - shardCount: the number of shards; must be at least 1.
-    @inlinable
-    public static func shardIndex(forHash hash: Int, shardCount: Int) -> Int {
-        Int(UInt(bitPattern: hash) % UInt(shardCount))
     }
 
     /// Shuts every loop down and waits for their threads.

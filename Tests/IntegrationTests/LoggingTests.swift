@@ -1,6 +1,7 @@
 #if Logging
     import CLibUV
     import Logging
+    import Observation
     import Synchronization
     import Testing
     import TaskIdentity
@@ -45,8 +46,8 @@
             struct Boom: Error {}
             let logs = CapturedLogs()
             let loop = TestLoop()
-            let registry = TaskRegistry<String>(loop: loop, logger: logs.logger())
-            #expect(registry.logger?.label == "test")
+            let registry = try TaskRegistry<String>(loop: loop, configuration: .logging(to: logs.logger()))
+            #expect(registry.configuration.logger?.label == "test")
             try registry.task("a", id: 1) { _ in throw Boom() }
             loop.run()
             let failed = logs.all.filter { $0.message.contains("failed") }
@@ -62,7 +63,7 @@
             let logs = CapturedLogs()
             let loop = UVLoop(name: "logging")
             try loop.start()
-            let registry = TaskRegistry<String>(loop: loop, logger: logs.logger())
+            let registry = try TaskRegistry<String>(loop: loop, configuration: .logging(to: logs.logger()))
             try loop.syncShutdown()
             // From this (non-loop) thread: the stream cannot be registered and ends at once.
             var updates = 0
@@ -75,10 +76,36 @@
             #expect(logs.all.allSatisfy { $0.level <= .debug }, "a library logs at debug and trace only")
         }
 
+        @Test("one configuration sets a logger and an observation depth at once, and both take effect")
+        func aLoggerAndAnObservationDepthTogether() throws {
+            let logs = CapturedLogs()
+            let loop = TestLoop()
+            var configuration = RegistryConfiguration.logging(to: logs.logger())
+            configuration.maxObservationDepth = 2
+            let registry = try TaskRegistry<String>(loop: loop, configuration: configuration)
+            #expect(registry.configuration.logger?.label == "test")
+            #expect(registry.configuration.maxObservationDepth == 2)
+            // A run that writes what its own identity reads restarts itself: the depth stops it.
+            let counter = LoopBound(ObservedCounter(), loop: loop)
+            try registry.task("a", tracking: { counter.value.value }) { value, context in
+                context.commit { counter.value.value = value + 1 }
+            }
+            loop.run()
+            #expect(try registry.counters.observationCyclesStopped == 1, "the configured depth stopped the chain")
+            #expect(counter.value.value == 3, "depths 0...2 wrote, the next re-evaluation was stopped")
+            struct Boom: Error {}
+            try registry.task("b", id: 1) { _ in throw Boom() }
+            loop.run()
+            #expect(logs.all.contains { $0.message.contains("failed") }, "the configured logger heard the failure")
+            registry.startShutdown()
+            loop.run()
+            loop.shutdown()
+        }
+
         @Test func withoutALoggerNothingIsLogged() throws {
             let loop = TestLoop()
             let registry = TaskRegistry<String>(loop: loop)
-            #expect(registry.logger == nil)
+            #expect(registry.configuration.logger == nil)
             registry.startShutdown()
             loop.run()
             loop.shutdown()
@@ -129,5 +156,19 @@
             let loop = UVLoop(name: "quiet")
             #expect(loop.logger == nil)
         }
+    }
+
+    extension RegistryConfiguration {
+        /// Defaults, with `logger`.
+        static func logging(to logger: Logger) -> RegistryConfiguration {
+            var configuration = RegistryConfiguration()
+            configuration.logger = logger
+            return configuration
+        }
+    }
+
+    /// A model whose one property an observed identity reads and its own run writes.
+    @Observable final class ObservedCounter {
+        var value = 0
     }
 #endif

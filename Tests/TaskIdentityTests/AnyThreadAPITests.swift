@@ -71,7 +71,9 @@ struct AnyThreadAPITests {
     @Test func aFloodOfDeclarationsFromAnotherThreadIsRefusedNotBlocked() async throws {
         let loop = UVLoop(name: "flood")
         try loop.start()
-        let registry = TaskRegistry<Int>(loop: loop)
+        var configuration = RegistryConfiguration()
+        configuration.postedCallLimit = 5_000
+        let registry = try TaskRegistry<Int>(loop: loop, configuration: configuration)
         // Hold the loop thread, so that nothing drains the posted calls.
         let release = Flag()
         let holding = Flag()
@@ -80,7 +82,7 @@ struct AnyThreadAPITests {
             while !release.isRaised {}
         }
         while !holding.isRaised { await Task.yield() }
-        let limit = TaskRegistry<Int>.postedCallLimit
+        let limit = registry.configuration.postedCallLimit
         var accepted = 0
         var refused = 0
         let attempts: Int = limit + 100

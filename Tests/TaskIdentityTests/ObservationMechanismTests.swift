@@ -32,13 +32,14 @@ final class SlowStoreModel: Observable, @unchecked Sendable {
 }
 
 /// The behaviour of observed identities under each `ObservationMechanism` this build has: the
-/// SPI's `didSet` (by default) and the public `willSet` plus a hop (always; the only one with
-/// the `PublicObservation` trait, where `scripts/test` runs every observation test on it).
+/// public `willSet` plus a hop (always; the only one by default, where the AddressSanitizer run
+/// of `scripts/test --all` runs every observation test on it) and the SPI's `didSet` (with the
+/// `ObservationSPI` trait, which `scripts/test` turns on).
 @Suite("Observed identities under each Observation mechanism")
 struct ObservationMechanismTests {
     private func harness(_ mechanism: ObservationMechanism) -> (TestLoop, TaskRegistry<String>) {
         let loop = TestLoop()
-        return (loop, TaskRegistry<String>(loop: loop, log: RegistryLog(), observationMechanism: mechanism))
+        return (loop, TaskRegistry<String>(loop: loop, checked: RegistryConfiguration(), observationMechanism: mechanism))
     }
 
     private func finish(_ loop: TestLoop, _ registry: TaskRegistry<String>) throws {
@@ -73,7 +74,7 @@ struct ObservationMechanismTests {
     func theWritersCausalLinkStopsACycle(mechanism: ObservationMechanism) throws {
         let loop = TestLoop()
         let registry = TaskRegistry<String>(
-            loop: loop, log: RegistryLog(), maxObservationDepth: 3, observationMechanism: mechanism)
+            loop: loop, checked: .observationDepth(3), observationMechanism: mechanism)
         let counter = LoopBound(Counter(), loop: loop)
         try registry.task("A", tracking: { counter.value.value }) { value, context in
             context.commit { counter.value.value = value + 1 }
@@ -120,7 +121,7 @@ struct ObservationMechanismTests {
         model.value = 1
         loop.run()
         switch mechanism {
-        #if !PublicObservation
+        #if ObservationSPI
             case .didSet:
                 #expect(log.take() == ["run 1"])
                 #expect(try registry.counters.identityEvaluations == 2)

@@ -215,7 +215,7 @@ struct ObservationTests {
     /// once a write from outside has started the chain.
     @Test func crossSlotCycleIsStoppedWithTheChainInOrder() throws {
         let loop = TestLoop()
-        let registry = try TaskRegistry<String>(loop: loop, maxObservationDepth: 5)
+        let registry = try TaskRegistry<String>(loop: loop, configuration: .observationDepth(5))
         let ping = LoopBound(Counter(), loop: loop)
         let pong = LoopBound(Counter(), loop: loop)
         try registry.task("A", tracking: { ping.value.value }) { value, context in
@@ -269,7 +269,7 @@ struct ObservationTests {
     @Test func theLimitIsExact() throws {
         for (writes, stopped) in [(2, false), (3, true)] {
             let loop = TestLoop()
-            let registry = try TaskRegistry<Int>(loop: loop, maxObservationDepth: 2)
+            let registry = try TaskRegistry<Int>(loop: loop, configuration: .observationDepth(2))
             let counter = LoopBound(Counter(), loop: loop)
             try registry.task(1, tracking: { counter.value.value }) { value, context in
                 if value < writes { context.commit { counter.value.value = value + 1 } }
@@ -292,7 +292,7 @@ struct ObservationTests {
     @Test(arguments: ["action", "child task", "unstructured task", "template", "synchronous action's task"])
     func aRunsWritesBelongToItsChainWhereverTheyHappen(writer: String) throws {
         let loop = TestLoop()
-        let registry = try TaskRegistry<Int>(loop: loop, maxObservationDepth: 4)
+        let registry = try TaskRegistry<Int>(loop: loop, configuration: .observationDepth(4))
         let counter = LoopBound(Counter(), loop: loop)
         @Sendable func write(_ value: Int) { if value < 50 { counter.value.value = value + 1 } }
         switch writer {
@@ -334,8 +334,8 @@ struct ObservationTests {
     /// at depth 0 and run on to the cap of 50.
     @Test func anIdentityClosuresWriteIsItsRunsInAnyRegistry() throws {
         let loop = TestLoop()
-        let first = try TaskRegistry<Int>(loop: loop, maxObservationDepth: 6)
-        let second = try TaskRegistry<Int>(loop: loop, maxObservationDepth: 6)
+        let first = try TaskRegistry<Int>(loop: loop, configuration: .observationDepth(6))
+        let second = try TaskRegistry<Int>(loop: loop, configuration: .observationDepth(6))
         let a = LoopBound(Counter(), loop: loop)
         let b = LoopBound(Counter(), loop: loop)
         try first.task(
@@ -465,7 +465,7 @@ struct ObservationTests {
     /// from the context, and its writes are its run's (a self-cycle is stopped).
     @Test func templatesTakeObservedIdentities() throws {
         let loop = TestLoop()
-        let registry = try TaskRegistry<Int>(loop: loop, maxObservationDepth: 3)
+        let registry = try TaskRegistry<Int>(loop: loop, configuration: .observationDepth(3))
         let counter = LoopBound(Counter(), loop: loop)
         let seen = Confined([Int]())
         let template = try TaskTemplate<Int>.synchronous { _, context in
@@ -489,7 +489,7 @@ struct ObservationTests {
     func offLoopCommitsBelongToTheirRun(hopping: Bool) async throws {
         let loop = UVLoop(name: "observed-off-loop-commit")
         try loop.start()
-        let registry = try TaskRegistry<Int>(loop: loop, maxObservationDepth: 4)
+        let registry = try TaskRegistry<Int>(loop: loop, configuration: .observationDepth(4))
         let counter = try await loop.submit { LoopBound(Counter(), loop: loop) }
         try await loop.submit {
             try registry.task(1, tracking: { counter.value.value }, executor: .global) { value, context in
@@ -513,9 +513,9 @@ struct ObservationTests {
         try loop.syncShutdown()
     }
 
-    #if !PublicObservation
-        // Only with the `didSet` mechanism: with `willSetAndHop` (the `PublicObservation`
-        // trait) a write from another thread may be read before its store, and then missed
+    #if ObservationSPI
+        // Only with the `didSet` mechanism: with `willSetAndHop` (the default, without the
+        // `ObservationSPI` trait) a write from another thread may be read before its store, and then missed
         // until the next (`ObservationMechanismTests` pins that difference deterministically).
         /// Writes from 4 threads at once, on a real loop: every slot ends with the identity of its
         /// model's last write (Observation reports a write after it is stored, so the evaluation it
@@ -589,7 +589,7 @@ struct ObservationTests {
     /// writes count as the chain's, and it is stopped like any cycle.
     @Test func identityClosureThatWritesWhatItReadsIsStopped() throws {
         let loop = TestLoop()
-        let registry = try TaskRegistry<Int>(loop: loop, maxObservationDepth: 3)
+        let registry = try TaskRegistry<Int>(loop: loop, configuration: .observationDepth(3))
         let counter = LoopBound(Counter(), loop: loop)
         try registry.task(
             1,
@@ -610,7 +610,7 @@ struct ObservationTests {
     /// a step of A's chain, so the cycle is stopped.
     @Test func declaringInsideARunContinuesItsChain() throws {
         let loop = TestLoop()
-        let registry = try TaskRegistry<String>(loop: loop, maxObservationDepth: 6)
+        let registry = try TaskRegistry<String>(loop: loop, configuration: .observationDepth(6))
         let ping = LoopBound(Counter(), loop: loop)
         let pong = LoopBound(Counter(), loop: loop)
         try registry.task("A", tracking: { ping.value.value }) { value, context in
@@ -635,7 +635,7 @@ struct ObservationTests {
     /// `cycle`, and said so.
     @Test func aLongChainWithoutALoopIsStoppedAsAChain() throws {
         let loop = TestLoop()
-        let registry = try TaskRegistry<Int>(loop: loop, maxObservationDepth: 2)
+        let registry = try TaskRegistry<Int>(loop: loop, configuration: .observationDepth(2))
         let stages = LoopBound((0..<5).map { _ in Counter() }, loop: loop)
         for stage in 0..<4 {
             try registry.task(stage, tracking: { stages.value[stage].value }) { value, context in
@@ -701,7 +701,7 @@ struct ObservationTests {
     @Test func offLoopDeclarationsAndBadLimitsAreTypedErrors() async throws {
         let loop = TestLoop()
         #expect(throws: RegistryError.invalidObservationDepth(0)) {
-            try TaskRegistry<Int>(loop: loop, maxObservationDepth: 0)
+            try TaskRegistry<Int>(loop: loop, configuration: .observationDepth(0))
         }
         let registry = TaskRegistry<Int>(loop: loop)
         let offLoop = PlainThread { () -> RegistryError? in

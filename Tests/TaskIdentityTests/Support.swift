@@ -84,3 +84,12 @@ func cycleError<Key>(
     }
     return error
 }
+
+extension RegistryConfiguration {
+    /// Defaults, but chains of observed runs stop after `depth` caused runs.
+    static func observationDepth(_ depth: Int) -> RegistryConfiguration {
+        var configuration = RegistryConfiguration()
+        configuration.maxObservationDepth = depth
+        return configuration
+    }
+}

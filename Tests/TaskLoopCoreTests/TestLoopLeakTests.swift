@@ -1,6 +1,6 @@
 import Testing
 
-@testable import UVLoop
+@testable import TaskLoopCore
 
 @Suite("A TestLoop dropped without shutdown is freed")
 struct TestLoopLeakTests {

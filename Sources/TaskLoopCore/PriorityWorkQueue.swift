@@ -3,19 +3,21 @@
 /// Four bands are enough to honour Swift's named priorities (`.high`/`.userInitiated` and
 /// above, `.medium` and unspecified, `.low`/`.utility`, `.background`); finer ordering inside a
 /// band would cost a heap operation per job.
-struct PriorityWorkQueue {
+package struct PriorityWorkQueue {
     /// One band: FIFO.
-    typealias WorkRing = RingBuffer<LoopWork>
+    package typealias WorkRing = RingBuffer<LoopWork>
 
     // Internal, not private: `checkInvariants()` lives in its own file.
-    var bands = (WorkRing(), WorkRing(), WorkRing(), WorkRing())
-    private(set) var count = 0
+    package var bands = (WorkRing(), WorkRing(), WorkRing(), WorkRing())
+    package private(set) var count = 0
 
-    var isEmpty: Bool { count == 0 }
+    package init() {}
+
+    package var isEmpty: Bool { count == 0 }
 
     /// The band of a raw `JobPriority` value (0 means unspecified and counts as medium).
     @inline(__always)
-    static func band(of priority: UInt8) -> Int {
+    package static func band(of priority: UInt8) -> Int {
         if priority >= TaskPriority.high.rawValue { return 0 }
         if priority >= TaskPriority.medium.rawValue || priority == 0 { return 1 }
         if priority >= TaskPriority.low.rawValue { return 2 }
@@ -23,7 +25,7 @@ struct PriorityWorkQueue {
     }
 
     @inline(__always)
-    mutating func append(_ work: LoopWork, priority: UInt8) {
+    package mutating func append(_ work: LoopWork, priority: UInt8) {
         switch Self.band(of: priority) {
         case 0: bands.0.append(work)
         case 1: bands.1.append(work)
@@ -35,7 +37,7 @@ struct PriorityWorkQueue {
     }
 
     @inline(__always)
-    mutating func popFirst() -> LoopWork? {
+    package mutating func popFirst() -> LoopWork? {
         guard count > 0 else { return nil }
         count &-= 1
         defer { checkInvariants() }

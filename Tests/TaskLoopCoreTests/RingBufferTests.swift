@@ -1,6 +1,6 @@
 import Testing
 
-@_spi(TaskIdentityInternals) @testable import UVLoop
+@testable import TaskLoopCore
 
 @Suite("RingBuffer")
 struct RingBufferTests {

@@ -14,7 +14,7 @@
 ///
 /// May be called from any thread.
 @inline(__always)
-func currentThreadID() -> UInt {
+package func currentThreadID() -> UInt {
     #if canImport(Darwin)
         return UInt(bitPattern: pthread_self())
     #else

@@ -1,15 +1,15 @@
 /// One `sleep(until:)` in progress. Loop thread only.
 ///
 /// Unchecked `Sendable`: touched only on the loop thread; carried to it in `UncheckedBox`.
-final class SleepRequest: DeadlineHeapNode, @unchecked Sendable {
-    let deadline: UInt64
-    var sequence: UInt64 = 0
-    var heapIndex = -1
-    var continuation: UnsafeContinuation<Void, any Error>?
+package final class SleepRequest: DeadlineHeapNode, @unchecked Sendable {
+    package let deadline: UInt64
+    package var sequence: UInt64 = 0
+    package var heapIndex = -1
+    package var continuation: UnsafeContinuation<Void, any Error>?
     /// Cancellation arrived before the sleep was scheduled on the loop.
-    var cancelledBeforeStart = false
+    package var cancelledBeforeStart = false
 
-    init(deadline: UInt64) { self.deadline = deadline }
+    package init(deadline: UInt64) { self.deadline = deadline }
 }
 
 /// The sleeps of one loop: a heap by deadline under one loop timer, armed for the earliest.
@@ -44,7 +44,7 @@ package final class SleepScheduler: @unchecked Sendable {
 
     /// Schedules `request`; resumes it when its deadline passes.
     /// - Throws: `LoopError` if the loop cannot make the timer (shut down).
-    func schedule(_ request: SleepRequest, on loop: some TaskLoop) throws(LoopError) {
+    package func schedule(_ request: SleepRequest, on loop: some TaskLoop) throws(LoopError) {
         if timer == nil {
             // Both unowned: the loop owns this scheduler, which owns the timer, so the timer
             // fires only while both live; a strong `loop` here would be a cycle that keeps a
@@ -58,7 +58,7 @@ package final class SleepScheduler: @unchecked Sendable {
     }
 
     /// Resumes `request` with `error` (normally for `nil`) if it is still waiting.
-    func finish(_ request: SleepRequest, throwing error: (any Error)?) {
+    package func finish(_ request: SleepRequest, throwing error: (any Error)?) {
         if request.heapIndex >= 0 {
             heap.remove(request)
             if heap.count == 0 && armedDeadline != nil {

@@ -1,7 +1,7 @@
 import Dispatch
 import Testing
 
-@testable import UVLoop
+@testable import TaskLoopCore
 
 @Suite("TestLoop is bound to the thread that creates it")
 struct TestLoopThreadTests {

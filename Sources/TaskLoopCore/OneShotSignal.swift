@@ -1,13 +1,15 @@
 /// A one-shot signal one thread waits for and another raises (start-up and shutdown handshakes).
 ///
 /// Any thread may call `raise()` and `wait()`.
-final class OneShotSignal: @unchecked Sendable {  // unchecked: `raised` is only reached under `mutex`
+package final class OneShotSignal: @unchecked Sendable {  // unchecked: `raised` is only reached under `mutex`
     private let mutex = PThreadMutex()
     private let condition = PThreadCondition()
     private var raised = false
 
+    package init() {}
+
     /// Raises the signal; every waiter, now or later, returns.
-    func raise() {
+    package func raise() {
         mutex.withLock {
             raised = true
             condition.broadcast()
@@ -15,7 +17,7 @@ final class OneShotSignal: @unchecked Sendable {  // unchecked: `raised` is only
     }
 
     /// Blocks the calling thread until the signal is raised.
-    func wait() {
+    package func wait() {
         mutex.lock()
         while !raised { condition.wait(on: mutex) }
         mutex.unlock()

@@ -1,9 +1,9 @@
 /// A growable FIFO ring buffer. Popping and pushing allocate nothing once the buffer has grown
-/// to the queue's high-water mark. Shared with the registry module through an SPI, not for
-/// users: `package` access would keep its `@inlinable` bodies from reaching that module, and
-/// unspecialized it costs a generic-metadata lookup per call (profiled: 40% of a debounced change).
-@_spi(TaskIdentityInternals)
-public struct RingBuffer<Element> {
+/// to the queue's high-water mark. Shared with the registry module with `package` access,
+/// `@inlinable`: unspecialized it costs a generic-metadata lookup per call (profiled: 40% of a
+/// debounced change).
+
+package struct RingBuffer<Element> {
     // @inlinable so that other modules (the registry's deadline queues) get it specialized
     // for their element type instead of copying elements through value witnesses.
     @usableFromInline var slots: ContiguousArray<Element?> = []
@@ -12,19 +12,19 @@ public struct RingBuffer<Element> {
 
     /// An empty buffer; storage is allocated on the first append.
     @inlinable
-    public init() {}
+    package init() {}
 
     /// The number of elements. O(1).
     @inlinable
-    public var count: Int { storedCount }
+    package var count: Int { storedCount }
 
     /// Whether the buffer holds nothing. O(1).
     @inlinable
-    public var isEmpty: Bool { storedCount == 0 }
+    package var isEmpty: Bool { storedCount == 0 }
 
     /// The oldest element, if any. O(1).
     @inlinable
-    public var first: Element? { storedCount == 0 ? nil : slots[head] }
+    package var first: Element? { storedCount == 0 ? nil : slots[head] }
 
     /// `body` applied to the oldest element's slot where it lies, borrowed, not copied: `nil`
     /// when the buffer is empty. O(1).
@@ -34,14 +34,14 @@ public struct RingBuffer<Element> {
     /// copy in the registry's generic deadline queues), retaining and releasing every reference
     /// in it. `body` must not change the buffer.
     @inlinable
-    public func withFirst<Result>(_ body: (borrowing Element?) -> Result) -> Result {
+    package func withFirst<Result>(_ body: (borrowing Element?) -> Result) -> Result {
         guard storedCount > 0 else { return body(nil) }
         return body(slots[head])
     }
 
     /// Appends at the back. Amortised O(1).
     @inlinable
-    public mutating func append(_ element: Element) {
+    package mutating func append(_ element: Element) {
         if storedCount == slots.count { grow() }
         slots[(head &+ storedCount) & (slots.count &- 1)] = element
         storedCount &+= 1
@@ -50,7 +50,7 @@ public struct RingBuffer<Element> {
 
     /// Removes and returns the oldest element. O(1).
     @inlinable
-    public mutating func popFirst() -> Element? {
+    package mutating func popFirst() -> Element? {
         guard storedCount > 0 else { return nil }
         let element = slots[head].take()
         head = (head &+ 1) & (slots.count &- 1)

@@ -1,6 +1,6 @@
 /// Something kept in a `DeadlineHeap`: ordered by deadline, equal deadlines by sequence (the
 /// order they were scheduled in), and knowing its own index so that removal needs no search.
-protocol DeadlineHeapNode: AnyObject {
+package protocol DeadlineHeapNode: AnyObject {
     var deadline: UInt64 { get }
     var sequence: UInt64 { get }
     /// The node's index in its heap, or -1 when it is in none.
@@ -9,30 +9,30 @@ protocol DeadlineHeapNode: AnyObject {
 
 /// A binary min-heap of nodes by (deadline, sequence): insert, remove and pop in O(log n),
 /// allocation-free once grown. Used for the test loop's virtual timers and the loop's sleeps.
-struct DeadlineHeap<Node: DeadlineHeapNode> {
+package struct DeadlineHeap<Node: DeadlineHeapNode> {
     // Internal, not private: `checkInvariants()` lives in its own file.
-    var storage: [Node] = []
+    package var storage: [Node] = []
 
-    var count: Int { storage.count }
-    var first: Node? { storage.first }
-    var nodes: [Node] { storage }
+    package var count: Int { storage.count }
+    package var first: Node? { storage.first }
+    package var nodes: [Node] { storage }
 
-    static func precedes(_ a: Node, _ b: Node) -> Bool {
+    package static func precedes(_ a: Node, _ b: Node) -> Bool {
         a.deadline != b.deadline ? a.deadline < b.deadline : a.sequence < b.sequence
     }
 
-    mutating func insert(_ node: Node) {
+    package mutating func insert(_ node: Node) {
         storage.append(node)
         node.heapIndex = storage.count - 1
         siftUp(storage.count - 1)
         checkInvariants()
     }
 
-    mutating func removeFirst() {
+    package mutating func removeFirst() {
         remove(storage[0])
     }
 
-    mutating func remove(_ node: Node) {
+    package mutating func remove(_ node: Node) {
         let index = node.heapIndex
         precondition(index >= 0 && index < storage.count && storage[index] === node, "BUG DETECTED: heap index")
         let last = storage.count - 1

@@ -1,0 +1,106 @@
+#if Logging
+    import Logging
+#endif
+#if Metrics
+    import CoreMetrics
+#endif
+
+/// Every registry-wide setting, in one value: what `TaskRegistry(loop:configuration:)` and
+/// `ShardedTaskRegistry(group:configuration:)` take. Per-task settings (debounce, priority,
+/// executor, …) are options of each declaration instead.
+///
+/// ```swift
+/// var configuration = RegistryConfiguration()
+/// configuration.maxObservationDepth = 8
+/// configuration.traceCapacity = 4_096      // record a trace from the start
+/// let registry = try TaskRegistry<String>(loop: loop, configuration: configuration)
+/// ```
+///
+/// A value type: may be made and passed on any thread.
+public struct RegistryConfiguration: Sendable {
+    /// How many runs a chain of observed runs may have after its first, each caused by the one
+    /// before it, before the next re-evaluation is stopped as a cycle (see
+    /// `ObservationCycleError`). At least 1; 100 by default.
+    public var maxObservationDepth = 100
+
+    /// The most calls from other threads that may wait for the loop at once; past it, a
+    /// declaration, removal or control call from another thread throws
+    /// `RegistryError.overloaded`. At least 1; 65,536 by default.
+    public var postedCallLimit = 65_536
+
+    /// When set, the registry records a trace from its creation, keeping the latest
+    /// `traceCapacity` events, as `startTrace(capacity:)` would (at least 1). `nil` (the
+    /// default) records nothing until `startTrace` is called.
+    public var traceCapacity: Int?
+
+    #if Logging
+        /// Where the registry reports what it would otherwise swallow (a declaration dropped
+        /// because its loop refused a timer, calls that could not reach a loop that has shut
+        /// down, a run that failed), at `debug` and `trace` level only. `nil` (the default)
+        /// logs nothing. Trait `Logging`.
+        public var logger: Logger?
+    #endif
+
+    #if Metrics
+        /// When set, the registry exports its counters to swift-metrics from its creation until
+        /// its loop shuts down, as `exportMetrics(prefix:dimensions:every:factory:)` would
+        /// (a sharded registry adds the dimension `shard` to each of its shards). `nil` (the
+        /// default) exports nothing until `exportMetrics` is called. Trait `Metrics`.
+        public var metrics: Metrics?
+
+        /// How a registry exports its counters (see `RegistryMetricsExport`).
+        ///
+        /// A value type: may be made and passed on any thread.
+        public struct Metrics: Sendable {
+            /// The labels' prefix: `<prefix>_declared`, `<prefix>_live_slots`, …
+            public var prefix: String
+            /// The dimensions of every metric.
+            public var dimensions: [(String, String)]
+            /// How often the counters are exported; positive.
+            public var interval: Duration
+            /// Where the metrics go.
+            public var factory: any MetricsFactory
+
+            /// An export as `TaskRegistry.exportMetrics` makes it, with the same defaults.
+            ///
+            /// May be called from any thread.
+            public init(
+                prefix: String = "taskidentity", dimensions: [(String, String)] = [],
+                interval: Duration = .seconds(10), factory: any MetricsFactory = MetricsSystem.factory
+            ) {
+                self.prefix = prefix
+                self.dimensions = dimensions
+                self.interval = interval
+                self.factory = factory
+            }
+        }
+    #endif
+
+    /// Every setting at its default.
+    ///
+    /// May be called from any thread.
+    public init() {}
+
+    /// Checks every setting, so that a registry is never made from a value it cannot honour.
+    ///
+    /// - Throws: `RegistryError.invalidObservationDepth`, `.invalidPostedCallLimit`,
+    ///   `.invalidTraceCapacity`, or `.invalidDuration` for a metrics interval that is not
+    ///   positive.
+    func validate() throws(RegistryError) {
+        guard maxObservationDepth >= 1 else { throw .invalidObservationDepth(maxObservationDepth) }
+        guard postedCallLimit >= 1 else { throw .invalidPostedCallLimit(postedCallLimit) }
+        if let traceCapacity, traceCapacity < 1 { throw .invalidTraceCapacity(traceCapacity) }
+        #if Metrics
+            if let metrics, metrics.interval <= .zero { throw .invalidDuration(name: "interval", metrics.interval) }
+        #endif
+    }
+
+    /// The log the registry writes to: the logger, if any (trait `Logging`).
+    var log: LibraryLog {
+        #if Logging
+            LibraryLog(logger: logger)
+        #else
+            LibraryLog()
+        #endif
+    }
+}
