@@ -53,6 +53,9 @@ extension TaskRegistry {
         // shutdown must not wait for that run: it returns once every other action has ended.
         let caller = CurrentRun.marker
         let callerIsCancelled = Task.isCancelled
+        if let testLoop = loop as? TestLoop, testLoop.inLoop, !testLoop.isBeingDriven {
+            return shutDownUndriven(testLoop, caller: caller, callerIsCancelled: callerIsCancelled)
+        }
         await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
             let work: @Sendable () -> Void = { [self] in
                 let awaitingRun = self.core.runAwaitingShutdown(caller, callerIsCancelled: callerIsCancelled)
@@ -94,6 +97,23 @@ extension TaskRegistry {
         removedRunning = [:]
         core.closeTimers()
         core.whenQuiesced { [phaseStreams] in phaseStreams.finishAll() }
+    }
+
+    /// `shutdown()` awaited on a test loop's own thread while nothing drives it: no job, timer
+    /// or action can run until the awaiting test returns, so an action still running would
+    /// never end and the await would never return. It returns when every action has ended at
+    /// once (cancelled synchronously), and otherwise stops the program with what to do instead
+    /// of hanging without a word.
+    private func shutDownUndriven(_ testLoop: TestLoop, caller: CurrentRun?, callerIsCancelled: Bool) {
+        let awaitingRun = core.runAwaitingShutdown(caller, callerIsCancelled: callerIsCancelled)
+        applyShutdown()
+        var quiesced = false
+        core.whenQuiesced(awaitingRun: awaitingRun) { quiesced = true }
+        precondition(
+            quiesced,
+            "BUG DETECTED: `await registry.shutdown()` on \(testLoop)'s own thread while nothing runs the loop: its "
+                + "actions can never end, so this would wait forever. Call `registry.startShutdown()`, then "
+                + "`loop.run()` (or `advance(by:)`) until they have ended.")
     }
 }
 

@@ -47,6 +47,9 @@ public final class TestLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomS
     private let virtualNanoseconds: Atomic<UInt64>
     /// The thread that created the loop: its loop thread.
     private let ownerThread = pthread_self()
+    /// How many `run`/`advance`/`shutdown` calls are under way (they nest: a job may run the
+    /// loop). Creating thread only.
+    private var drivingDepth = 0
     private var serialExecutor: LoopSerialExecutor<TestLoop>!
 
     // Loop-thread state.
@@ -235,8 +238,14 @@ public final class TestLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomS
     /// that the caller is the loop's thread.
     private func asRunner(_ body: () -> Void) {
         precondition(inLoop, "BUG DETECTED: \(self) is driven from a thread other than the one that created it")
+        drivingDepth += 1
+        defer { drivingDepth -= 1 }
         body()
     }
+
+    /// Whether a `run`, `advance` or `shutdown` of this loop is under way (its jobs and timers
+    /// can run). Loop thread only: the creating thread is the only one that drives it.
+    package var isBeingDriven: Bool { drivingDepth > 0 }
 
     private func runQueuedWork() {
         while let work = queue.withLock({ $0.work.popFirst() }) { work.run(on: self) }
