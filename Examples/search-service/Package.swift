@@ -18,7 +18,6 @@ let package = Package(
             name: "SearchService",
             dependencies: [
                 .product(name: "TaskIdentity", package: "TaskIdentity"),
-                .product(name: "UVLoop", package: "TaskIdentity"),
                 .product(name: "TaskLoopNIO", package: "TaskIdentity"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),

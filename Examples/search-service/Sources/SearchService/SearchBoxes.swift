@@ -1,7 +1,6 @@
 import NIOCore
 import TaskIdentity
 import TaskLoopNIO
-import UVLoop
 
 /// Every user's search box, spread over the event loops of the server's own
 /// `MultiThreadedEventLoopGroup` by a `ShardedTaskRegistry`: one registry shard per event loop

@@ -1,7 +1,6 @@
 import NIOCore
 import TaskIdentity
 import TaskLoopNIO
-import UVLoop
 
 /// What a search commits: the query it ran for and the words it found.
 ///
