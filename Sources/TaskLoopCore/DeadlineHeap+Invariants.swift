@@ -5,6 +5,7 @@ extension DeadlineHeap {
     ///
     /// Called after every mutating operation; traps with the heap's state printed.
     @inline(__always)
+    @inlinable
     package func checkInvariants() {
         #if TASKIDENTITY_INTERNAL_CHECKS
             func state() -> String {

@@ -1,5 +1,6 @@
 /// Something kept in a `DeadlineHeap`: ordered by deadline, equal deadlines by sequence (the
 /// order they were scheduled in), and knowing its own index so that removal needs no search.
+@usableFromInline
 package protocol DeadlineHeapNode: AnyObject {
     var deadline: UInt64 { get }
     var sequence: UInt64 { get }
@@ -9,18 +10,25 @@ package protocol DeadlineHeapNode: AnyObject {
 
 /// A binary min-heap of nodes by (deadline, sequence): insert, remove and pop in O(log n),
 /// allocation-free once grown. Used for the test loop's virtual timers and the loop's sleeps.
+@usableFromInline
 package struct DeadlineHeap<Node: DeadlineHeapNode> {
     // Internal, not private: `checkInvariants()` lives in its own file.
+    @usableFromInline
     package var storage: [Node] = []
 
+    @inlinable
     package var count: Int { storage.count }
+    @inlinable
     package var first: Node? { storage.first }
+    @inlinable
     package var nodes: [Node] { storage }
 
+    @inlinable
     package static func precedes(_ a: Node, _ b: Node) -> Bool {
         a.deadline != b.deadline ? a.deadline < b.deadline : a.sequence < b.sequence
     }
 
+    @inlinable
     package mutating func insert(_ node: Node) {
         storage.append(node)
         node.heapIndex = storage.count - 1
@@ -28,10 +36,12 @@ package struct DeadlineHeap<Node: DeadlineHeapNode> {
         checkInvariants()
     }
 
+    @inlinable
     package mutating func removeFirst() {
         remove(storage[0])
     }
 
+    @inlinable
     package mutating func remove(_ node: Node) {
         let index = node.heapIndex
         precondition(index >= 0 && index < storage.count && storage[index] === node, "BUG DETECTED: heap index")
@@ -49,7 +59,7 @@ package struct DeadlineHeap<Node: DeadlineHeapNode> {
         checkInvariants()
     }
 
-    private mutating func siftUp(_ start: Int) {
+    @usableFromInline mutating func siftUp(_ start: Int) {
         var child = start
         while child > 0 {
             let parent = (child - 1) / 2
@@ -61,7 +71,7 @@ package struct DeadlineHeap<Node: DeadlineHeapNode> {
         }
     }
 
-    private mutating func siftDown(_ start: Int) {
+    @usableFromInline mutating func siftDown(_ start: Int) {
         var parent = start
         while true {
             let left = 2 * parent + 1

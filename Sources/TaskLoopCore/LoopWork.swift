@@ -6,6 +6,7 @@
 /// the loop arrives through the loop itself (its task-executor face) and runs with no serial
 /// isolation, so that the task's non-isolated code does not hop off an isolation it never asked
 /// for (each such hop costs one more job per task).
+@usableFromInline
 package enum LoopWork {
     case serialJob(UnownedJob)
     case taskJob(UnownedJob)
@@ -16,6 +17,7 @@ extension LoopWork {
     /// Runs the work on the calling thread, which must be `loop`'s: a serial job isolated to
     /// the loop's serial face, a task job on its task-executor face, a closure as it is.
     @inline(__always)
+    @inlinable
     package func run(on loop: some TaskLoop & LoopJobSink) {
         switch self {
         case .serialJob(let job): job.runSynchronously(on: loop.unownedSerialExecutor)
@@ -26,4 +28,5 @@ extension LoopWork {
 }
 
 /// The priority that `execute` closures run at: medium, between tasks of high and low priority.
+@usableFromInline
 package let closurePriority: UInt8 = TaskPriority.medium.rawValue

@@ -5,6 +5,7 @@ extension PriorityWorkQueue {
     ///
     /// Called after every mutating operation; traps with the queue's state printed.
     @inline(__always)
+    @inlinable
     package func checkInvariants() {
         #if TASKIDENTITY_INTERNAL_CHECKS
             let bandCounts = [bands.0.count, bands.1.count, bands.2.count, bands.3.count]

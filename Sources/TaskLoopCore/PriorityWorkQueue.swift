@@ -3,20 +3,27 @@
 /// Four bands are enough to honour Swift's named priorities (`.high`/`.userInitiated` and
 /// above, `.medium` and unspecified, `.low`/`.utility`, `.background`); finer ordering inside a
 /// band would cost a heap operation per job.
+@usableFromInline
 package struct PriorityWorkQueue {
     /// One band: FIFO.
+    @usableFromInline
     package typealias WorkRing = RingBuffer<LoopWork>
 
     // Internal, not private: `checkInvariants()` lives in its own file.
+    @usableFromInline
     package var bands = (WorkRing(), WorkRing(), WorkRing(), WorkRing())
-    package private(set) var count = 0
+    @usableFromInline
+    package var count = 0
 
+    @inlinable
     package init() {}
 
+    @inlinable
     package var isEmpty: Bool { count == 0 }
 
     /// The band of a raw `JobPriority` value (0 means unspecified and counts as medium).
     @inline(__always)
+    @inlinable
     package static func band(of priority: UInt8) -> Int {
         if priority >= TaskPriority.high.rawValue { return 0 }
         if priority >= TaskPriority.medium.rawValue || priority == 0 { return 1 }
@@ -25,6 +32,7 @@ package struct PriorityWorkQueue {
     }
 
     @inline(__always)
+    @inlinable
     package mutating func append(_ work: LoopWork, priority: UInt8) {
         switch Self.band(of: priority) {
         case 0: bands.0.append(work)
@@ -37,6 +45,7 @@ package struct PriorityWorkQueue {
     }
 
     @inline(__always)
+    @inlinable
     package mutating func popFirst() -> LoopWork? {
         guard count > 0 else { return nil }
         count &-= 1

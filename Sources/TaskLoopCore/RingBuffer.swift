@@ -3,6 +3,7 @@
 /// `@inlinable`: unspecialized it costs a generic-metadata lookup per call (profiled: 40% of a
 /// debounced change).
 
+@usableFromInline
 package struct RingBuffer<Element> {
     // @inlinable so that other modules (the registry's deadline queues) get it specialized
     // for their element type instead of copying elements through value witnesses.

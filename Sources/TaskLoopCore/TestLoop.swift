@@ -199,7 +199,7 @@ public final class TestLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomS
     }
 
     /// Queues a job or closure from any thread (see `enqueue(_:)`).
-    package func enqueue(_ work: LoopWork, priority: UInt8) {
+    @usableFromInline package func enqueue(_ work: LoopWork, priority: UInt8) {
         let runInline = queue.withLock { state -> Bool in
             state.work.append(work, priority: priority)
             guard state.shutDown, !state.trampolineRunning else { return false }
@@ -221,7 +221,7 @@ public final class TestLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomS
     /// read from any thread.
     public var executor: any SerialExecutor { serialExecutor }
 
-    package var unownedSerialExecutor: UnownedSerialExecutor { serialExecutor.asUnownedSerialExecutor() }
+    @usableFromInline package var unownedSerialExecutor: UnownedSerialExecutor { serialExecutor.asUnownedSerialExecutor() }
 
     /// The loop as a task executor. May be called from any thread.
     public func asUnownedTaskExecutor() -> UnownedTaskExecutor { UnownedTaskExecutor(ordinary: self) }

@@ -14,6 +14,7 @@
 ///
 /// May be called from any thread.
 @inline(__always)
+@inlinable
 package func currentThreadID() -> UInt {
     #if canImport(Darwin)
         return UInt(bitPattern: pthread_self())

@@ -397,7 +397,7 @@ public final class UVLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomStr
 
     /// Queues a job or closure from any thread: the local queue on the loop thread, the
     /// cross-thread queue elsewhere, or (after shutdown) the calling thread.
-    package func enqueue(_ work: LoopWork, priority: UInt8) {
+    @usableFromInline package func enqueue(_ work: LoopWork, priority: UInt8) {
         if inLoop {
             enqueueLocal(work, priority: priority)
             return
@@ -426,7 +426,7 @@ public final class UVLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomStr
     /// May be read from any thread.
     public var executor: any SerialExecutor { serialExecutor }
 
-    package var unownedSerialExecutor: UnownedSerialExecutor { serialExecutor.asUnownedSerialExecutor() }
+    @usableFromInline package var unownedSerialExecutor: UnownedSerialExecutor { serialExecutor.asUnownedSerialExecutor() }
 
     /// The loop as a task executor, for `Task(executorPreference: loop)`; such a task retains
     /// the loop.
