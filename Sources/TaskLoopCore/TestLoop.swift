@@ -221,7 +221,9 @@ public final class TestLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomS
     /// read from any thread.
     public var executor: any SerialExecutor { serialExecutor }
 
-    @usableFromInline package var unownedSerialExecutor: UnownedSerialExecutor { serialExecutor.asUnownedSerialExecutor() }
+    @usableFromInline package var unownedSerialExecutor: UnownedSerialExecutor {
+        serialExecutor.asUnownedSerialExecutor()
+    }
 
     /// The loop as a task executor. May be called from any thread.
     public func asUnownedTaskExecutor() -> UnownedTaskExecutor { UnownedTaskExecutor(ordinary: self) }

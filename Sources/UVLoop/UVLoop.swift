@@ -426,7 +426,9 @@ public final class UVLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomStr
     /// May be read from any thread.
     public var executor: any SerialExecutor { serialExecutor }
 
-    @usableFromInline package var unownedSerialExecutor: UnownedSerialExecutor { serialExecutor.asUnownedSerialExecutor() }
+    @usableFromInline package var unownedSerialExecutor: UnownedSerialExecutor {
+        serialExecutor.asUnownedSerialExecutor()
+    }
 
     /// The loop as a task executor, for `Task(executorPreference: loop)`; such a task retains
     /// the loop.

@@ -39,7 +39,9 @@ final class SlowStoreModel: Observable, @unchecked Sendable {
 struct ObservationMechanismTests {
     private func harness(_ mechanism: ObservationMechanism) -> (TestLoop, TaskRegistry<String>) {
         let loop = TestLoop()
-        return (loop, TaskRegistry<String>(loop: loop, checked: RegistryConfiguration(), observationMechanism: mechanism))
+        return (
+            loop, TaskRegistry<String>(loop: loop, checked: RegistryConfiguration(), observationMechanism: mechanism)
+        )
     }
 
     private func finish(_ loop: TestLoop, _ registry: TaskRegistry<String>) throws {
