@@ -69,6 +69,7 @@ public final class TestLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomS
     }
 
     deinit {
+        serialExecutor.loopDeinitialising()  // first: an executor kept past the loop must not reach it
         // Dropped without `shutdown()` (allowed for a test loop): the timers still open may
         // outlive it (their owners release them after this), and must not reach back into it.
         for timer in openTimers.snapshot { timer.detachFromDeinitialisingLoop() }

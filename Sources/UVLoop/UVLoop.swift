@@ -105,6 +105,7 @@ public final class UVLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomStr
     }
 
     deinit {
+        serialExecutor.loopDeinitialising()  // first: an executor kept past the loop must not reach it
         // The loop thread holds a strong reference until it exits, so a loop that was started
         // is always shut down by the time it is deinitialised.
         let final = lifecycle.load(ordering: .acquiring)
