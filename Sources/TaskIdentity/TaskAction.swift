@@ -53,10 +53,7 @@ final class KeyedAction<Key: Hashable & Sendable>: KeyedTaskAction {
     func makeRunTask<RecordKey>(
         key recordKey: RecordKey, context: TaskContext, executor: any TaskExecutor, priority: TaskPriority
     ) -> RunTask {
-        assert(RecordKey.self == Key.self, "BUG DETECTED: a template's action called with another key type")
-        // unsafeBitCast: the record's key type is this action's `Key` (see the requirement;
-        // asserted just above in debug builds, which every template test runs).
-        let key = unsafeBitCast(recordKey, to: Key.self)
+        let key = Self.ownKey(recordKey)
         let action = self.action
         // As `RegistryCore.startTask`'s task, with the key passed straight to the action.
         return RunTask(executorPreference: executor, priority: priority) { () async throws -> Void in
@@ -76,15 +73,27 @@ final class KeyedAction<Key: Hashable & Sendable>: KeyedTaskAction {
     }
 
     func call<RecordKey>(key recordKey: RecordKey, context: TaskContext) async throws {
-        assert(RecordKey.self == Key.self, "BUG DETECTED: a template's action called with another key type")
-        // unsafeBitCast: the record's key type is this action's `Key` (see the requirement).
-        try await action(unsafeBitCast(recordKey, to: Key.self), context)
+        try await action(Self.ownKey(recordKey), context)
     }
 
-    /// `keyed` as the action of a template for `Key` (off the hot path: `ObservedTask`).
+    /// The record's key as this action's `Key`, checked in every build: a template for `Key` is
+    /// declared only on a `TaskRegistry<Key>` (the types say so), and if that ever failed the
+    /// program stops here instead of reinterpreting a key of another type. The check compares
+    /// two metadata pointers the generic context already holds (no lookup, no dynamic cast:
+    /// a dynamic cast of the key would cost one per run).
+    @inline(__always)
+    private static func ownKey<RecordKey>(_ recordKey: RecordKey) -> Key {
+        precondition(RecordKey.self == Key.self, "BUG DETECTED: a template's action called with another key type")
+        // unsafeBitCast: to its own type, checked just above.
+        return unsafeBitCast(recordKey, to: Key.self)
+    }
+
+    /// `keyed` as the action of a template for `Key` (off the hot path: `ObservedTask`). A
+    /// checked cast: a template for `Key` is declared only on a `TaskRegistry<Key>`.
     static func of(_ keyed: any KeyedTaskAction) -> KeyedAction<Key> {
-        // unsafeDowncast: a template for `Key` is declared only on a `TaskRegistry<Key>` (the
-        // types say so), so the keyed actions of its records are `KeyedAction<Key>`s.
-        unsafeDowncast(keyed, to: KeyedAction<Key>.self)
+        guard let action = keyed as? KeyedAction<Key> else {
+            preconditionFailure("BUG DETECTED: a template's action of another key type on a TaskRegistry<\(Key.self)>")
+        }
+        return action
     }
 }

@@ -124,11 +124,13 @@ final class TaskRecord<Key: Hashable & Sendable>: AnyTaskRecord, @unchecked Send
     override var traceKey: any Hashable & Sendable { key }
 
     override func publish(generation: UInt64, phase: TaskPhase) {
-        // Reaching the streams through the core keeps a pointer out of every record.
-        // unsafeDowncast: a record's core belongs to a registry of the record's key type, whose
-        // streams are `PhaseStreams<Key>`.
-        unsafeDowncast(core.phaseStreams, to: PhaseStreams<Key>.self).publish(
-            self, generation: generation, phase: phase)
+        // Reaching the streams through the core keeps a pointer out of every record. A checked
+        // cast (only ever called for a task someone observes): a record's core belongs to a
+        // registry of the record's key type, whose streams are `PhaseStreams<Key>`.
+        guard let streams = core.phaseStreams as? PhaseStreams<Key> else {
+            preconditionFailure("BUG DETECTED: a TaskRecord<\(Key.self)> in a registry of another key type")
+        }
+        streams.publish(self, generation: generation, phase: phase)
     }
 
     override func makeKeyedRunTask(_ keyed: any KeyedTaskAction, _ context: TaskContext) -> RunTask {
@@ -141,8 +143,12 @@ final class TaskRecord<Key: Hashable & Sendable>: AnyTaskRecord, @unchecked Send
 
     override func drained() {
         guard let owner = core.owner else { return }
-        // unsafeDowncast: a record's core is owned by the registry of the record's key type.
-        unsafeDowncast(owner, to: TaskRegistry<Key>.self).forgetRemoved(self)
+        // A checked cast (once per removed task whose runs outlived it): a record's core is
+        // owned by the registry of the record's key type.
+        guard let registry = owner as? TaskRegistry<Key> else {
+            preconditionFailure("BUG DETECTED: a TaskRecord<\(Key.self)> owned by a registry of another key type")
+        }
+        registry.forgetRemoved(self)
     }
 }
 

@@ -310,9 +310,12 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
             if !observations.isEmpty { stopObserving(ObserverKey(key: key, name: record.name)) }
             core.remove(record, reason: reason)
             if record.state.endingRuns > 0 && reason == .removed {
-                // unsafeDowncast: this registry creates its slots' records, all `TaskRecord<Key>`s.
-                removedRunning[ObserverKey(key: key, name: record.name)] = unsafeDowncast(
-                    record, to: TaskRecord<Key>.self)
+                // A checked cast (once per removed task whose runs outlive it): this registry
+                // creates its slots' records, all `TaskRecord<Key>`s.
+                guard let typed = record as? TaskRecord<Key> else {
+                    preconditionFailure("BUG DETECTED: a record of another key type in a TaskRegistry<\(Key.self)>")
+                }
+                removedRunning[ObserverKey(key: key, name: record.name)] = typed
             }
             next = record.nextInSlot
         }

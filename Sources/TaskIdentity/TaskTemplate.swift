@@ -105,9 +105,12 @@ public final class TaskTemplate<Key: Hashable & Sendable>: Sendable {
         return TaskTemplate(
             name: name, values: values,
             body: .synchronous({ context in
-                // unsafeDowncast: a TaskTemplate<Key> is declared only on a TaskRegistry<Key> (the
+                // A checked cast: a TaskTemplate<Key> is declared only on a TaskRegistry<Key> (the
                 // types say so), so its runs are TaskRecord<Key>s.
-                try action(unsafeDowncast(context.run, to: TaskRecord<Key>.self).key, context)
+                guard let record = context.run as? TaskRecord<Key> else {
+                    preconditionFailure("BUG DETECTED: a TaskTemplate<\(Key.self)>'s run in a registry of another key type")
+                }
+                try action(record.key, context)
             }))
     }
 }
