@@ -108,7 +108,8 @@ public final class TaskTemplate<Key: Hashable & Sendable>: Sendable {
                 // A checked cast: a TaskTemplate<Key> is declared only on a TaskRegistry<Key> (the
                 // types say so), so its runs are TaskRecord<Key>s.
                 guard let record = context.run as? TaskRecord<Key> else {
-                    preconditionFailure("BUG DETECTED: a TaskTemplate<\(Key.self)>'s run in a registry of another key type")
+                    preconditionFailure(
+                        "BUG DETECTED: a TaskTemplate<\(Key.self)>'s run in a registry of another key type")
                 }
                 try action(record.key, context)
             }))

@@ -1,0 +1,22 @@
+import TaskLoopCore
+
+// Deadlines due: debounce windows and delayed progress signals.
+extension RegistryCore {
+    // MARK: - Deadlines
+
+    func debounceDue(_ entry: DebounceEntry) {
+        let record = entry.record
+        let wasHeld = record.state.pending
+        let effects = record.state.debounceDue(
+            deadline: entry.deadline, gate: gate(record))
+        traceWindowClosed(record, wasHeld: wasHeld, effects)
+        carryOut(effects, on: record)
+    }
+
+    func progressDue(_ entry: ProgressEntry) {
+        let record = entry.record
+        guard record.state.progressDue(generation: entry.generation) else { return }
+        trace(record, entry.generation, .progressShown)
+        publish(record, TaskStateMachine.PhaseChange(generation: entry.generation, phase: .running))
+    }
+}

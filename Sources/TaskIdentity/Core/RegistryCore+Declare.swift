@@ -1,0 +1,75 @@
+import TaskLoopCore
+
+// Declarations: the state machine asked, its effects carried out.
+extension RegistryCore {
+    // MARK: - Events
+
+    /// The gate a pending generation of `record` passes to start. The time is read only for a
+    /// throttled task (reading the clock costs a system call on a real loop), unless given.
+    @inline(__always)
+    func gate(_ record: AnyTaskRecord, now given: UInt64? = nil) -> TaskStateMachine.StartGate {
+        let options = record.options
+        var throttleReadyAt: UInt64 = 0
+        var now = given ?? 0
+        if options.throttleNanoseconds > 0, let state = throttles[ObjectIdentifier(record)] {
+            throttleReadyAt = LoopInstant.nanoseconds(state.lastStart, plus: options.throttleNanoseconds)
+            if given == nil { now = unretainedLoop.now.nanoseconds }
+        }
+        return TaskStateMachine.StartGate(policy: options.values.policy, throttleReadyAt: throttleReadyAt, now: now)
+    }
+
+    /// Applies one declaration to `record` (new when `isNew`): SwiftUI's rule, then the policy.
+    @usableFromInline
+    func declare(
+        _ record: AnyTaskRecord, isNew: Bool, identity: consuming any Hashable & Sendable, options: TaskOptions,
+        body: RunBody
+    ) {
+        guard isNew || !identitiesEqual(record.identity, identity) else {
+            _ = record.state.declare(changed: false, debounce: 0, gate: .unused, counters: &counters)
+            return
+        }
+        record.identity = identity
+        record.options = options
+        record.pendingAction = body
+        if record.state.phase == .failed { failures[ObjectIdentifier(record)] = nil }
+        let now: UInt64? = options.debounceNanoseconds > 0 ? unretainedLoop.now.nanoseconds : nil
+        let effects = record.state.declare(
+            changed: true, debounce: options.debounceNanoseconds, gate: gate(record, now: now),
+            counters: &counters)
+        trace(record, record.state.generation, .declared(identity: record.identity))
+        carryOut(effects, on: record)
+    }
+
+    /// Does what an event's transition asks for, in the order `Effects` documents.
+    /// `endedRun`: the generation of the run whose end (`runEnded`) these effects are, which
+    /// the trace records as an end, not a cancellation.
+    @inline(__always)
+    func carryOut(
+        _ effects: TaskStateMachine.Effects, on record: AnyTaskRecord, endedRun: UInt64? = nil
+    ) {
+        if trace != nil { traceEffects(effects, on: record, endedRun: endedRun) }
+        if effects.stopThrottleTimer { throttles[ObjectIdentifier(record)]?.timer?.stop() }
+        if effects.cancelTask {
+            record.runningTask?.cancel()
+            record.runningTask = nil
+        }
+        if effects.dropTask { record.runningTask = nil }
+        if effects.dropPendingAction { record.pendingAction = nil }
+        if let change = effects.endedPending { publish(record, change) }
+        if let change = effects.endedRun, change.phase != .failed { publish(record, change) }
+        switch effects.next {
+        case .none, .waitForPrevious:
+            break
+        case .waitForDebounce(let deadline):
+            record.options.debounceQueue!.push(DebounceEntry(record: record, deadline: deadline))
+        case .waitForThrottle(let until):
+            armThrottle(record, until: until)
+        case .queueStart:
+            queueStart(record)
+        }
+        if let change = effects.waiting { publish(record, change) }
+        #if TASKIDENTITY_INTERNAL_CHECKS
+            checkInvariants(record)
+        #endif
+    }
+}

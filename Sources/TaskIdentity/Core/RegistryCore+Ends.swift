@@ -1,0 +1,96 @@
+import TaskLoopCore
+
+// Ends: a caller's cancel, a dropped or forced pending run, a run's end, a removal, and the phases they publish.
+extension RegistryCore {
+    // MARK: - Ends
+
+    /// `TaskRegistry.cancel`: ends the pending generation and the current run of `record`,
+    /// which stays in its slot and forgets its identity.
+    func cancelByCaller(_ record: AnyTaskRecord) {
+        guard record.state.pending != .none || record.state.run != .none else { return }
+        record.identity = ForgottenIdentity()
+        carryOut(record.state.cancelByCaller(counters: &counters), on: record)
+        noteQuiescence()
+    }
+
+    /// `TaskRegistry.dropPending`: ends the generation of `record` that has not started.
+    func dropPending(_ record: AnyTaskRecord) {
+        guard record.state.pending != .none else { return }
+        record.identity = ForgottenIdentity()
+        carryOut(record.state.dropPending(counters: &counters), on: record)
+    }
+
+    /// `TaskRegistry.runNow`: starts the generation of `record` waiting out its debounce or
+    /// throttle window.
+    func runNow(_ record: AnyTaskRecord) {
+        let wasHeld = record.state.pending
+        let effects = record.state.runNow(gate: gate(record))
+        traceWindowClosed(record, wasHeld: wasHeld, effects)
+        carryOut(effects, on: record)
+    }
+
+    /// A run has ended (on the loop thread): its Swift task returned, or its synchronous action
+    /// was called.
+    func runEnded(_ record: AnyTaskRecord, generation: UInt64, failure: (any Error)?) {
+        // Off the loop thread only after the loop shut down: the loop's remaining jobs and the
+        // door's then run one at a time on the threads that enqueue them.
+        assert(unretainedLoop.inLoop || isShutDown, "BUG DETECTED: a run ended off its registry's loop thread")
+        let outcome: TaskStateMachine.Outcome
+        switch failure {
+        case nil: outcome = .finished
+        case is CancellationError: outcome = .cancelled
+        case .some(let error):
+            outcome = .failed
+            log.trace("task '\(record.name)' generation \(generation) failed: \(error)")
+        }
+        let effects = record.state.runEnded(
+            generation: generation, outcome: outcome, isShutDown: isShutDown, gate: gate(record),
+            counters: &counters)
+        if let ended = effects.endedRun, ended.phase == .failed {
+            if ended.generation == record.state.generation { failures[ObjectIdentifier(record)] = failure }
+            // Published here, with its error; `carryOut` publishes the rest.
+            if record.hasObservers { record.publish(generation: ended.generation, phase: .failed(failure!)) }
+        }
+        carryOut(effects, on: record, endedRun: generation)
+        if record.state.isRemoved { removedRecordRunEnded(record) }
+        // A run that awaited shutdown from an unstructured task of its own may end first.
+        if isShutDown && !runsAwaitingShutdown.isEmpty {
+            runsAwaitingShutdown.remove(RunKey(record: record, generation: generation))
+        }
+        noteQuiescence()
+    }
+
+    /// The slot of `record` is gone: cancel its waiting and running generations.
+    func remove(_ record: AnyTaskRecord, reason: CancellationReason) {
+        if record.state.phase == .failed { failures[ObjectIdentifier(record)] = nil }
+        trace(record, record.state.generation, .removed)
+        carryOut(record.state.remove(reason: reason, counters: &counters), on: record)
+        if let state = throttles.removeValue(forKey: ObjectIdentifier(record)) {
+            state.timer?.close()
+            state.timer = nil
+        }
+        noteQuiescence()
+    }
+
+    /// Once shutting down, wakes the waiters of `whenQuiesced` when the last action has ended.
+    @inline(__always)
+    func noteQuiescence() {
+        if isShutDown && counters.runningActions == runsAwaitingShutdown.count { quiesced() }
+    }
+
+    // MARK: - Phases
+
+    /// The public phase of `record`.
+    func phase(of record: AnyTaskRecord) -> TaskPhase {
+        let phase = record.state.phase
+        // The side table is looked up only for a failed task.
+        return phase.taskPhase(failure: phase == .failed ? failures[ObjectIdentifier(record)] : nil)
+    }
+
+    @inline(__always)
+    func publish(_ record: AnyTaskRecord, _ change: TaskStateMachine.PhaseChange) {
+        if record.hasObservers {
+            record.publish(generation: change.generation, phase: change.phase.taskPhase(failure: nil))
+        }
+    }
+}

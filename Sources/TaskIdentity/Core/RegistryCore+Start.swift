@@ -1,0 +1,192 @@
+import TaskLoopCore
+
+// Starting runs: the start pass at the end of a turn, throttles, the run's Swift task (on the loop, for a template, or off the loop), synchronous runs.
+extension RegistryCore {
+    /// Queues `record`'s pending run to start at the end of this loop turn. Several
+    /// declarations to one slot within a turn (a burst of posted changes, a batch of
+    /// identities) then start one run, for the last of them; the ones before end
+    /// `cancelled(.supersededByPolicy)` and count as coalesced. Until then the phase reads
+    /// `waiting` (no update is published for it: it lasts less than a turn).
+    func queueStart(_ record: AnyTaskRecord) {
+        startQueue.append(record)
+        guard !startPassScheduled else { return }
+        startPassScheduled = true
+        do {
+            try loop.execute { [self] in self.startQueuedRuns() }
+        } catch {
+            // The loop is shutting down and takes no more work: start on this thread, now or,
+            // when this is a synchronous action running inside a pass, right after that pass.
+            if isStartingRuns { startAgainAfterPass = true } else { startQueuedRuns() }
+        }
+    }
+
+    /// The start pass: starts every queued record whose generation is still queued.
+    func startQueuedRuns() {
+        isStartingRuns = true
+        repeat {
+            startAgainAfterPass = false
+            startPassScheduled = false
+            swap(&startQueue, &startingNow)
+            for record in startingNow { start(record) }
+            startingNow.removeAll(keepingCapacity: true)
+        } while startAgainAfterPass
+        isStartingRuns = false
+    }
+
+    func throttleState(_ record: AnyTaskRecord) -> ThrottleState {
+        if let state = throttles[ObjectIdentifier(record)] { return state }
+        let state = ThrottleState()
+        throttles[ObjectIdentifier(record)] = state
+        return state
+    }
+
+    func armThrottle(_ record: AnyTaskRecord, until deadline: UInt64) {
+        let state = throttleState(record)
+        if state.timer == nil {
+            state.timer = try? loop.makeTimer { [weak self, weak record] in
+                guard let self, let record else { return }
+                let wasHeld = record.state.pending
+                let effects = record.state.throttleDue(gate: self.gate(record, now: self.loop.now.nanoseconds))
+                self.traceWindowClosed(record, wasHeld: wasHeld, effects)
+                self.carryOut(effects, on: record)
+            }
+        }
+        do {
+            guard let timer = state.timer else { throw LoopError(.shutDown, operation: "makeTimer") }
+            try timer.start(at: LoopInstant(nanoseconds: deadline))
+        } catch {
+            // Only a loop that is shutting down refuses; the registry's shutdown ends the task.
+            log.debug("task '\(record.name)': throttle timer refused (\(error)); the task waits for shutdown")
+        }
+    }
+
+    func start(_ record: AnyTaskRecord) {
+        let kind: TaskStateMachine.RunKind
+        switch record.pendingAction {
+        case .task?, .keyedTask?: kind = .task
+        case .synchronous?: kind = record.options.synchronousQueue == nil ? .synchronousNow : .synchronousDelayed
+        case nil: kind = .task  // nothing pending: the machine skips it
+        }
+        guard let generation = record.state.startAllowed(kind: kind, counters: &counters) else { return }
+        let body = record.pendingAction.take()!
+        if trace != nil { traceStart(record, generation, body) }
+        if record.options.throttleNanoseconds > 0 { throttleState(record).lastStart = loop.now.nanoseconds }
+        publish(record, TaskStateMachine.PhaseChange(generation: generation, phase: .running))
+        #if TASKIDENTITY_INTERNAL_CHECKS
+            checkInvariants(record)
+        #endif
+        switch body {
+        case .task(let action):
+            startTask(record, generation: generation, action)
+        case .keyedTask(let action):
+            startKeyedTask(record, generation: generation, action)
+        case .synchronous(let action):
+            if let queue = record.options.synchronousQueue {
+                let deadline = LoopInstant.nanoseconds(unretainedLoop.now.nanoseconds, plus: queue.delayNanoseconds)
+                queue.push(
+                    SynchronousRunEntry(
+                        record: record, generation: generation, deadline: deadline, action: action,
+                        identity: record.identity))
+                pushProgressEntry(record, generation: generation)
+            } else {
+                // Ends before this returns: no progress to show.
+                runSynchronously(record, generation: generation, identity: record.identity, action: action)
+            }
+        }
+    }
+
+    /// Starts the run's Swift task, on the loop or on the task's executor, and its progress
+    /// signal. Loop thread only.
+    func startTask(_ record: AnyTaskRecord, generation: UInt64, _ action: @escaping TaskAction) {
+        let context = TaskContext(run: record, generation: generation, identity: record.identity)
+        if let executor = record.options.values.executor.taskExecutor, executor !== loop {
+            record.runningTask = startOffLoop(record, generation: generation, on: executor, context, action)
+        } else {
+            // The closure captures the context and the action alone (the record and the
+            // generation are the context's): its capture box stays under 128 bytes, a size
+            // glibc's malloc recycles from a fast bin.
+            record.runningTask = RunTask(executorPreference: loop, priority: record.options.priority) {
+                () async throws -> Void in
+                var failure: (any Error)?
+                // The action is `nonisolated(nonsending)`: it runs right here, on the loop, with
+                // the run's marker bound for it and its child tasks (`shutdown()` reads it).
+                do {
+                    try await CurrentRun.$marker.withValue(
+                        CurrentRun(record: context.run, generation: context.generation)
+                    ) {
+                        try await action(context)
+                    }
+                } catch {
+                    failure = error
+                }
+                context.run.core.runEnded(context.run, generation: context.generation, failure: failure)
+            }
+        }
+        pushProgressEntry(record, generation: generation)
+    }
+
+    /// `startTask` for a template's action, which takes the slot's key: on the loop, the
+    /// record (which knows its key's type) makes the task.
+    func startKeyedTask(_ record: AnyTaskRecord, generation: UInt64, _ action: any KeyedTaskAction) {
+        let context = TaskContext(run: record, generation: generation, identity: record.identity)
+        if let executor = record.options.values.executor.taskExecutor, executor !== loop {
+            record.runningTask = startOffLoop(record, generation: generation, on: executor, context) { context in
+                try await context.run.callKeyed(action, context)
+            }
+        } else {
+            record.runningTask = record.makeKeyedRunTask(action, context)
+        }
+        pushProgressEntry(record, generation: generation)
+    }
+
+    /// A run whose action runs on `executor`: the task prefers `executor`, where the action (a
+    /// `nonisolated(nonsending)` function) runs with the task. The run's end is posted to the
+    /// loop, and the task completes where it is, without waiting for it (awaiting it would cost
+    /// a hop to the loop and one back). Once the loop has shut down, the end goes through the
+    /// core's `LoopDoor` instead, whose jobs then run one at a time on the enqueuing threads.
+    func startOffLoop(
+        _ record: AnyTaskRecord, generation: UInt64, on executor: any TaskExecutor, _ context: TaskContext,
+        _ action: @escaping TaskAction
+    ) -> RunTask {
+        RunTask(executorPreference: executor, priority: record.options.priority) { () async throws -> Void in
+            var failure: (any Error)?
+            do {
+                try await CurrentRun.$marker.withValue(CurrentRun(record: record, generation: generation)) {
+                    try await action(context)
+                }
+            } catch {
+                failure = error
+            }
+            let ending = failure
+            do {
+                try self.loop.execute { self.runEnded(record, generation: generation, failure: ending) }
+            } catch {
+                await self.door.run { self.runEnded(record, generation: generation, failure: ending) }
+            }
+        }
+    }
+
+    func pushProgressEntry(_ record: AnyTaskRecord, generation: UInt64) {
+        guard let queue = record.options.progressQueue else { return }
+        let deadline = LoopInstant.nanoseconds(unretainedLoop.now.nanoseconds, plus: queue.delayNanoseconds)
+        queue.push(ProgressEntry(record: record, generation: generation, deadline: deadline))
+    }
+
+    /// Calls a synchronous run's action, inline on the loop thread, and ends the run.
+    func runSynchronously(
+        _ record: AnyTaskRecord, generation: UInt64, identity: any Hashable & Sendable,
+        action: SynchronousTaskAction
+    ) {
+        let context = TaskContext(run: record, generation: generation, identity: identity)
+        var failure: (any Error)?
+        do { try action(context) } catch { failure = error }
+        // If the action cancelled its own run (a new id, a remove, shutdown), its phase was
+        // settled then, and the run only now stops being counted.
+        runEnded(record, generation: generation, failure: failure)
+    }
+
+    func synchronousRunDue(_ entry: SynchronousRunEntry) {
+        guard entry.record.state.synchronousRunDue(generation: entry.generation) else { return }  // cancelled
+        runSynchronously(entry.record, generation: entry.generation, identity: entry.identity, action: entry.action)
+    }
+}
