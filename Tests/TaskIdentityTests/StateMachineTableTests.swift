@@ -42,7 +42,10 @@ struct StateMachineTableTests {
         let sources = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
             .appendingPathComponent("../../Sources/TaskIdentity").standardized
         var sent: Set<String> = []
-        for file in try FileManager.default.contentsOfDirectory(atPath: sources.path) where file.hasSuffix(".swift") {
+        // Every folder of the module (Core, Registry, Templates, …).
+        let files = try #require(FileManager.default.subpaths(atPath: sources.path)).filter { $0.hasSuffix(".swift") }
+        #expect(files.contains("Core/RegistryCore+Start.swift"), "the sources were found: \(sources.path)")
+        for file in files {
             let text = try String(contentsOf: sources.appendingPathComponent(file), encoding: .utf8)
             for match in text.matches(of: /\.state\.([a-zA-Z]+)\(/) { sent.insert(String(match.1)) }
         }
@@ -705,4 +708,46 @@ enum StateMachineTable {
             ]
         ),
     ]
+}
+
+extension TaskStateMachine {
+    /// A state built from its parts, for the state-machine tests; traps on a combination no
+    /// stage holds.
+    static func testState(
+        generation: UInt64, runGeneration: UInt64, pending: Pending, run: Run, endingRuns: Int32 = 0,
+        isRemoved: Bool = false, hasStarted: Bool = false, inStartQueue: Bool = false,
+        debounceDeadline: UInt64 = 0, phase: Phase
+    ) -> Self {
+        var state = Self()
+        state.generation = generation
+        state.runGeneration = runGeneration
+        state.endingRuns = endingRuns
+        state.hasStarted = hasStarted
+        state.inStartQueue = inStartQueue
+        state.phase = phase
+        let held: Held? =
+            switch pending {
+            case .none, .startQueued: nil
+            case .debouncing: .debouncing(deadline: debounceDeadline)
+            case .throttled: .throttled
+            case .awaitingPrevious: .awaitingPrevious
+            }
+        let active: ActiveRun? =
+            switch run {
+            case .none: nil
+            case .task: ActiveRun(kind: .task)
+            case .synchronousDelayed: ActiveRun(kind: .synchronousDelayed)
+            case .synchronousExecuting: ActiveRun(kind: .synchronousExecuting)
+            }
+        switch (isRemoved, active, held, pending) {
+        case (true, nil, nil, .none): state.stage = .removed
+        case (false, nil, nil, .none): state.stage = .quiet
+        case (false, nil, nil, .startQueued): state.stage = .waiting(.startQueued)
+        case (false, nil, let held?, _): state.stage = .waiting(.held(held))
+        case (false, let active?, nil, .none): state.stage = .running(active)
+        case (false, let active?, let held?, _): state.stage = .heldBesideRun(held, active)
+        default: preconditionFailure("no stage holds \(pending) with \(run), removed: \(isRemoved)")
+        }
+        return state
+    }
 }

@@ -1,0 +1,324 @@
+import TaskLoopCore
+
+// The events the registry's core sends, each returning what the core must do. The only code
+// that moves the machine's fields (they are internal, not private, so that this file may).
+extension TaskStateMachine {
+    // MARK: - What the core does
+
+    /// A phase to publish for one generation.
+    struct PhaseChange {
+        let generation: UInt64
+        let phase: Phase
+    }
+
+    /// The next step for the pending generation, after an event moved it.
+    enum StartStep: Equatable {
+        /// Nothing to do: nothing pending, or already held where it is.
+        case none
+        /// Push a debounce entry for `deadline`.
+        case waitForDebounce(deadline: UInt64)
+        /// Arm the task's throttle timer for `until`.
+        case waitForThrottle(until: UInt64)
+        /// Nothing to arm: the end of a previous run releases it.
+        case waitForPrevious
+        /// Append the record to the start queue (it was not in it; it is now).
+        case queueStart
+    }
+
+    /// What the core carries out after an event, in this order: stop the throttle timer,
+    /// cancel the Swift task, publish `endedPending`, `endedRun`, take `next`, publish `waiting`.
+    struct Effects {
+        /// The pending generation was held by throttle and no longer is: stop its timer.
+        var stopThrottleTimer = false
+        /// The current run's Swift task was cancelled: cancel it and drop the handle.
+        var cancelTask = false
+        /// The current run ended (or was cancelled): drop its task handle.
+        var dropTask = false
+        /// A pending generation that ended without starting.
+        var endedPending: PhaseChange?
+        /// The current run that ended or was cancelled.
+        var endedRun: PhaseChange?
+        var next = StartStep.none
+        /// `waiting`, published once when the latest generation starts waiting.
+        var waiting: PhaseChange?
+        /// The pending generation's action is no longer needed (it ended or was replaced).
+        var dropPendingAction = false
+    }
+
+    /// The conditions a pending generation may start under.
+    struct StartGate {
+        var policy: RestartPolicy
+        /// The end of the throttle window since the last start; 0 when not throttled.
+        var throttleReadyAt: UInt64
+        var now: UInt64
+
+        /// For an event that starts nothing (a declaration of an equal identity).
+        static let unused = StartGate(policy: .cancelPrevious, throttleReadyAt: 0, now: 0)
+    }
+
+    // MARK: - Events
+
+    /// A declaration. `changed` is false for an identity equal (`==`) to the current one, which
+    /// changes nothing. Otherwise a new generation begins: a generation still pending ends
+    /// superseded, the current run is cancelled unless the policy keeps it, and the new one
+    /// waits out `debounce` (nanoseconds; 0 for none) or goes to the start gate.
+    @inline(__always)
+    mutating func declare(
+        changed: Bool, debounce: UInt64, gate: StartGate, counters: inout RegistryCounters
+    ) -> Effects {
+        if case .removed = stage { impossible("declare") }
+        counters.declared &+= 1
+        guard changed else {
+            counters.unchanged &+= 1
+            return Effects()
+        }
+        var effects = Effects()
+        generation &+= 1
+        phase = .idle
+        counters.liveGenerations &+= 1
+        var run: ActiveRun?
+        switch stage {
+        case .quiet, .removed:
+            run = nil
+        case .running(let current):
+            run = current
+        case .waiting(let waiting):
+            supersedePending(wasThrottled: waiting.isThrottled, into: &effects, counters: &counters)
+            run = nil
+        case .heldBesideRun(let held, let current):
+            supersedePending(wasThrottled: held.isThrottled, into: &effects, counters: &counters)
+            run = current
+        }
+        if gate.policy != .keepRunning, let current = run {
+            cancelRun(current, reason: .identityChanged, into: &effects, counters: &counters)
+            run = nil
+        }
+        if debounce > 0 {
+            let deadline = LoopInstant.nanoseconds(gate.now, plus: debounce)
+            hold(.debouncing(deadline: deadline), beside: run)
+            phase = .waiting
+            effects.next = .waitForDebounce(deadline: deadline)
+            effects.waiting = PhaseChange(generation: generation, phase: .waiting)
+            return effects
+        }
+        advancePending(beside: run, gate, into: &effects)
+        return effects
+    }
+
+    /// A debounce entry came due. Stale unless the generation still waits for that deadline.
+    @inline(__always)
+    mutating func debounceDue(deadline: UInt64, gate: StartGate) -> Effects {
+        var effects = Effects()
+        switch stage {
+        case .waiting(.held(.debouncing(let waitingFor))) where waitingFor == deadline:
+            advancePending(beside: nil, gate, into: &effects)
+        case .heldBesideRun(.debouncing(let waitingFor), let run) where waitingFor == deadline:
+            advancePending(beside: run, gate, into: &effects)
+        default:
+            break
+        }
+        return effects
+    }
+
+    /// The throttle timer fired. Stale unless a generation is held by throttle.
+    @inline(__always)
+    mutating func throttleDue(gate: StartGate) -> Effects {
+        var effects = Effects()
+        switch stage {
+        case .waiting(.held(.throttled)):
+            advancePending(beside: nil, gate, into: &effects)  // re-arms if the window still holds
+        case .heldBesideRun(.throttled, let run):
+            advancePending(beside: run, gate, into: &effects)
+        default:
+            break
+        }
+        return effects
+    }
+
+    /// The start pass reached this record. Returns the generation to start, or nil when the
+    /// queued generation has since moved on (superseded into a debounce, or removed).
+    @inline(__always)
+    mutating func startAllowed(kind: RunKind, counters: inout RegistryCounters) -> UInt64? {
+        check(inStartQueue, "startAllowed")
+        inStartQueue = false
+        guard case .waiting(.startQueued) = stage else { return nil }
+        counters.started &+= 1
+        if hasStarted { counters.restarted &+= 1 }
+        hasStarted = true
+        runGeneration = generation
+        counters.runningActions &+= 1
+        switch kind {
+        case .task: stage = .running(ActiveRun(kind: .task))
+        case .synchronousDelayed: stage = .running(ActiveRun(kind: .synchronousDelayed))
+        case .synchronousNow: stage = .running(ActiveRun(kind: .synchronousExecuting))
+        }
+        phase = .running
+        return generation
+    }
+
+    /// A delayed synchronous run's delay elapsed: whether to call its action now (false when
+    /// the run was cancelled meanwhile, which ended it).
+    mutating func synchronousRunDue(generation: UInt64) -> Bool {
+        guard isCurrentRun(generation) else { return false }
+        switch stage {
+        case .running(var run):
+            check(run.kind == .synchronousDelayed, "synchronousRunDue")
+            run.kind = .synchronousExecuting
+            stage = .running(run)
+        case .heldBesideRun(let held, var run):
+            check(run.kind == .synchronousDelayed, "synchronousRunDue")
+            run.kind = .synchronousExecuting
+            stage = .heldBesideRun(held, run)
+        case .quiet, .waiting, .removed:
+            break  // not current: returned above
+        }
+        return true
+    }
+
+    /// A run's action ended: its Swift task returned, or its synchronous action was called.
+    /// The current run ends with `outcome`; a cancelled one only stops being counted. A
+    /// generation waiting for it may then start.
+    @inline(__always)
+    mutating func runEnded(
+        generation: UInt64, outcome: Outcome, isShutDown: Bool, gate: StartGate, counters: inout RegistryCounters
+    ) -> Effects {
+        var effects = Effects()
+        counters.runningActions &-= 1
+        var run: ActiveRun?
+        var held: Held?
+        switch stage {
+        case .running(let current): run = current
+        case .heldBesideRun(let waiting, let current): (run, held) = (current, waiting)
+        case .waiting(.held(let waiting)): held = waiting
+        case .quiet, .waiting(.startQueued), .removed: break
+        }
+        if let current = run, runGeneration == generation {
+            check(current.kind != .synchronousDelayed, "runEnded")
+            run = nil
+            stage = held.map { .waiting(.held($0)) } ?? .quiet
+            effects.dropTask = true
+            counters.liveGenerations &-= 1
+            let ended: Phase
+            switch outcome {
+            case .finished:
+                counters.finished &+= 1
+                ended = .finished
+            case .cancelled:
+                counters.cancelled &+= 1
+                ended = .cancelled(isShutDown ? .registryShutDown : .actionCancelled)
+            case .failed:
+                counters.failed &+= 1
+                ended = .failed
+            }
+            setPhase(ended, of: generation)
+            effects.endedRun = PhaseChange(generation: generation, phase: ended)
+        } else {
+            check(endingRuns > 0, "runEnded")
+            endingRuns &-= 1
+        }
+        if case .awaitingPrevious? = held { advancePending(beside: run, gate, into: &effects) }
+        return effects
+    }
+
+    /// A task new in its slot takes over `count` runs still ending from the removed task of
+    /// the same slot and name, so that `awaitPrevious` and `keepRunning` wait for them too.
+    mutating func inheritEndingRuns(_ count: Int32) {
+        check(generation == 0 && endingRuns == 0 && count > 0, "inheritEndingRuns")
+        endingRuns = count
+    }
+
+    /// One of the runs taken over with `inheritEndingRuns` ended (it is counted, and its phase
+    /// published, by the removed task it belongs to).
+    mutating func previousRunEnded(gate: StartGate) -> Effects {
+        check(endingRuns > 0, "previousRunEnded")
+        endingRuns &-= 1
+        var effects = Effects()
+        switch stage {
+        case .waiting(.held(.awaitingPrevious)): advancePending(beside: nil, gate, into: &effects)
+        case .heldBesideRun(.awaitingPrevious, let run): advancePending(beside: run, gate, into: &effects)
+        default: break
+        }
+        return effects
+    }
+
+    /// The slot is gone (`reason` `.removed`), or the registry shuts down
+    /// (`.registryShutDown`): the pending generation and the current run end cancelled, and
+    /// only runs already cancelled are left to end.
+    mutating func remove(reason: CancellationReason, counters: inout RegistryCounters) -> Effects {
+        var effects = Effects()
+        endPendingAndRun(reason: reason, event: "remove", into: &effects, counters: &counters)
+        stage = .removed
+        return effects
+    }
+
+    /// The caller cancels the task in place (`TaskRegistry.cancel`): as `remove`, but the task
+    /// stays declared, and a later declaration starts it again.
+    mutating func cancelByCaller(counters: inout RegistryCounters) -> Effects {
+        var effects = Effects()
+        endPendingAndRun(reason: .cancelledByCaller, event: "cancelByCaller", into: &effects, counters: &counters)
+        stage = .quiet
+        return effects
+    }
+
+    /// The caller drops the generation that has not started (`TaskRegistry.dropPending`); a
+    /// current run goes on.
+    mutating func dropPending(counters: inout RegistryCounters) -> Effects {
+        var effects = Effects()
+        switch stage {
+        case .removed:
+            impossible("dropPending")
+        case .quiet, .running:
+            break
+        case .waiting(let waiting):
+            endPending(wasThrottled: waiting.isThrottled, reason: .pendingDropped, into: &effects, counters: &counters)
+            stage = .quiet
+        case .heldBesideRun(let held, let run):
+            endPending(wasThrottled: held.isThrottled, reason: .pendingDropped, into: &effects, counters: &counters)
+            stage = .running(run)
+        }
+        return effects
+    }
+
+    /// The caller closes the debounce or throttle window early (`TaskRegistry.runNow`): the
+    /// generation waiting in it goes to the start gate, without the throttle but still under
+    /// the restart policy. Nothing happens when no generation waits in such a window.
+    mutating func runNow(gate: StartGate) -> Effects {
+        var effects = Effects()
+        var open = gate
+        open.throttleReadyAt = 0
+        switch stage {
+        case .removed:
+            impossible("runNow")
+        case .waiting(.held(.debouncing)):
+            advancePending(beside: nil, open, into: &effects)
+        case .waiting(.held(.throttled)):
+            effects.stopThrottleTimer = true
+            advancePending(beside: nil, open, into: &effects)
+        case .heldBesideRun(.debouncing, let run):
+            advancePending(beside: run, open, into: &effects)
+        case .heldBesideRun(.throttled, let run):
+            effects.stopThrottleTimer = true
+            advancePending(beside: run, open, into: &effects)
+        case .quiet, .waiting, .running, .heldBesideRun:
+            break
+        }
+        return effects
+    }
+
+    /// The current run's progress delay elapsed: whether to turn its progress signal on now.
+    @inline(__always)
+    mutating func progressDue(generation: UInt64) -> Bool {
+        guard runGeneration == generation else { return false }
+        switch stage {
+        case .running(var run) where !run.showsProgress:
+            run.showsProgress = true
+            stage = .running(run)
+        case .heldBesideRun(let held, var run) where !run.showsProgress:
+            run.showsProgress = true
+            stage = .heldBesideRun(held, run)
+        default:
+            return false
+        }
+        return true
+    }
+}
