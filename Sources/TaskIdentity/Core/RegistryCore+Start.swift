@@ -61,10 +61,10 @@ extension RegistryCore {
     }
 
     func start(_ record: AnyTaskRecord) {
-        let kind: TaskStateMachine.RunKind
+        let kind: TaskStateMachine.ActiveKind
         switch record.pendingAction {
         case .task?, .keyedTask?: kind = .task
-        case .synchronous?: kind = record.options.synchronousQueue == nil ? .synchronousNow : .synchronousDelayed
+        case .synchronous?: kind = record.options.synchronousQueue == nil ? .synchronousExecuting : .synchronousDelayed
         case nil: kind = .task  // nothing pending: the machine skips it
         }
         guard let generation = record.state.startAllowed(kind: kind, counters: &counters) else { return }

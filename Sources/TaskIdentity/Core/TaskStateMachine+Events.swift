@@ -138,7 +138,7 @@ extension TaskStateMachine {
     /// The start pass reached this record. Returns the generation to start, or nil when the
     /// queued generation has since moved on (superseded into a debounce, or removed).
     @inline(__always)
-    mutating func startAllowed(kind: RunKind, counters: inout RegistryCounters) -> UInt64? {
+    mutating func startAllowed(kind: ActiveKind, counters: inout RegistryCounters) -> UInt64? {
         check(inStartQueue, "startAllowed")
         inStartQueue = false
         guard case .waiting(.startQueued) = stage else { return nil }
@@ -147,11 +147,7 @@ extension TaskStateMachine {
         hasStarted = true
         runGeneration = generation
         counters.runningActions &+= 1
-        switch kind {
-        case .task: stage = .running(ActiveRun(kind: .task))
-        case .synchronousDelayed: stage = .running(ActiveRun(kind: .synchronousDelayed))
-        case .synchronousNow: stage = .running(ActiveRun(kind: .synchronousExecuting))
-        }
+        stage = .running(ActiveRun(kind: kind))
         phase = .running
         return generation
     }

@@ -83,7 +83,8 @@ struct TaskStateMachine: Sendable, CustomStringConvertible {
         @usableFromInline var showsProgress = false
     }
 
-    /// What the current run is.
+    /// What the current run is, and what the start pass starts (a synchronous run with no delay
+    /// starts executing).
     @usableFromInline
     enum ActiveKind: UInt8, Sendable {
         /// A Swift task.
@@ -112,13 +113,6 @@ struct TaskStateMachine: Sendable, CustomStringConvertible {
         case task
         case synchronousDelayed
         case synchronousExecuting
-    }
-
-    /// What starts when the start pass reaches a queued generation.
-    enum RunKind: Sendable {
-        case task
-        case synchronousDelayed
-        case synchronousNow
     }
 
     /// How a run's action ended (a failure's error stays with the core).
