@@ -1,5 +1,5 @@
 /*
- * The C floor of README.md's "Benchmarks" section: the churn workloads (W1, W2) on raw libuv, no Swift.
+ * The C floor of docs/BENCHMARKS.md: the churn workloads (W1, W2) on raw libuv, no Swift.
  *
  * Each slot owns one libuv timer. An identity change bumps the slot's declared generation and
  * (re-)arms its timer for the debounce window (0: the next loop turn); the timer's callback is

@@ -1,6 +1,6 @@
 import Foundation
 
-/// One run's result: printed as one `key=value` line (README.md, "Benchmarks"), or as JSON.
+/// One run's result: printed as one `key=value` line (docs/BENCHMARKS.md), or as JSON.
 struct RunReport {
     private(set) var fields: [(String, String)] = []
 

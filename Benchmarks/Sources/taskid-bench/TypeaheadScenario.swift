@@ -4,7 +4,7 @@ import TaskIdentity
 import UVLoop
 
 /// `taskid-bench typeahead`: search as you type on a real loop, in real time, for a trace to
-/// look at (README's timeline picture): a few sessions each type a burst of keystrokes inside
+/// look at (the timeline picture of docs/REGISTRY.md): a few sessions each type a burst of keystrokes inside
 /// the debounce window, then a new query while the search for the first one runs. That search
 /// ignores its cancellation and tries to land its result late (dropped as stale); the last
 /// query's search lands. Checks the outcome; exit status 1 when a session shows a stale result.

@@ -4,7 +4,7 @@ import Synchronization
 import TaskIdentity
 import UVLoop
 
-/// The identity stream of the churn workloads (README.md, "Benchmarks"): which slot the i-th change goes to.
+/// The identity stream of the churn workloads (docs/BENCHMARKS.md): which slot the i-th change goes to.
 struct IdentityStream {
     private var x: UInt64 = 88_172_645_463_325_252
 
@@ -126,7 +126,7 @@ final class TimerBox: @unchecked Sendable {
 }
 
 /// Per-slot bookkeeping shared by the workloads: the generation last declared, the generation
-/// last completed, and the correctness counters (README.md, "Benchmarks"). Loop-thread only for the
+/// last completed, and the correctness counters (docs/BENCHMARKS.md). Loop-thread only for the
 /// registry; the naive baseline guards it with a mutex.
 ///
 /// Stale means "completed although a newer identity of the slot had been declared". When the

@@ -1,6 +1,6 @@
 import ArgumentParser
 
-/// `taskid-bench`: the benchmark driver of README.md's "Benchmarks" section.
+/// `taskid-bench`: the benchmark driver of docs/BENCHMARKS.md.
 struct TaskIDBench: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "taskid-bench",

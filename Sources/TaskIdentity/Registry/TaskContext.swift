@@ -90,7 +90,7 @@ extension TaskContext {
     ///
     /// `body` runs on the loop thread: it must not block. Its captures must be `Sendable`:
     /// loop-confined state is reached through a class confined to the loop (as `SearchSession`
-    /// in the README). On the loop thread this is `commit(_:)`, with no hop. After the loop has
+    /// in docs/REGISTRY.md). On the loop thread this is `commit(_:)`, with no hop. After the loop has
     /// shut down, the run is over: `body` is dropped and this returns false.
     ///
     /// - Returns: whether `body` ran.

@@ -192,7 +192,7 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
     ///   and returns; when the loop falls `configuration.postedCallLimit` calls behind, further declarations
     ///   are refused with `.overloaded` rather than parking the calling thread (which may be a
     ///   cooperative-pool thread or a NIO event loop). On `.overloaded`, `await flush()` and
-    ///   declare again: see the README's "Declaring from other threads" for the measured
+    ///   declare again: see docs/REGISTRY.md, "From any thread", for the measured
     ///   trade-off.
     @inlinable
     public func task<each ID: Hashable & Sendable>(

@@ -12,7 +12,7 @@ import UVLoop
 #endif
 
 /// The RESP2 server in front of a sharded task registry: `SET key id` declares the key's task
-/// with that identity, `GET key` returns the last committed result, and so on (see README).
+/// with that identity, `GET key` returns the last committed result, and so on (see docs/SERVER.md).
 ///
 /// Connections live on the first loop; keys are placed over the loops by the sharded registry.
 /// Threading: `start`, `stop`, `port`, `registry` and `works` may be used from any thread or task;

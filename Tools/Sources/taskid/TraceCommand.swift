@@ -1,6 +1,6 @@
 import TaskIdentity
 
-/// `TASK.TRACE`: the registry's trace from a Redis client (see README, "A timeline of every
+/// `TASK.TRACE`: the registry's trace from a Redis client (see docs/REGISTRY.md, "A timeline of every
 /// task"). Front loop only.
 extension RegistryServer {
     /// The capacities a trace may have, per loop, as `--trace-capacity` takes them: a client
