@@ -96,15 +96,17 @@ struct RESPParser {
                 case .empty: continue  // "*0" and "*-1": skipped, as Redis does
                 }
             }
-            // An inline command ends at LF, with or without CR before it (as Redis).
+            // An inline command ends at LF, with or without CR before it (as Redis). It is a
+            // request too: `maxRequestBytes` bounds it when that is the tighter limit.
+            let inlineLimit = min(RESPLimits.maxInlineBytes, limits.maxRequestBytes)
             guard let newline = buffer[(position + inlineScanned)...].firstIndex(of: UInt8(ascii: "\n")) else {
                 inlineScanned = pendingBytes
-                if pendingBytes > RESPLimits.maxInlineBytes {
+                if pendingBytes > inlineLimit {
                     throw RESPProtocolError(message: "too big inline request")
                 }
                 return false
             }
-            guard newline - position <= RESPLimits.maxInlineBytes else {
+            guard newline - position <= inlineLimit else {
                 throw RESPProtocolError(message: "too big inline request")
             }
             let line = buffer[position..<newline]

@@ -158,4 +158,18 @@ struct RESPParserTests {
             _ = try parseAll(String(repeating: "x", count: 70_000), limits: RESPLimits())
         }
     }
+
+    /// An inline command is a request too: below the 64 KiB inline limit, `maxRequestBytes`
+    /// bounds it (the fuzzer found a 4,212-byte inline argument under a 4,096-byte limit).
+    @Test func anInlineCommandLongerThanTheRequestLimitIsRefused() throws {
+        let limits = RESPLimits(maxRequestBytes: 100, maxArguments: 8)
+        let line = "SET k " + String(repeating: "v", count: 200)
+        #expect(throws: RESPProtocolError(message: "too big inline request")) {
+            _ = try parseAll(line + "\n", limits: limits)
+        }
+        #expect(throws: RESPProtocolError(message: "too big inline request"), "nor while its line is incomplete") {
+            _ = try parseAll(line, limits: limits)
+        }
+        #expect(try parseAll("SET k " + String(repeating: "v", count: 80) + "\n", limits: limits).first?.count == 3)
+    }
 }
