@@ -57,23 +57,10 @@ public protocol TaskLoop: AnyObject, TaskExecutor, Sendable {
     /// - Note: Loop thread only, like every use of the returned timer.
     func makeTimer(_ onFire: @escaping () -> Void) throws(LoopError) -> any LoopTimer
 
-    /// Registers `body` to run on the loop thread when the loop's shutdown begins, before it
-    /// wakes sleeping tasks and closes its handles: where owners of loop state (a task
-    /// registry) settle it.
-    ///
-    /// Registered once shutdown has begun (the hooks have run) or ended, `body` runs at once, on
-    /// the calling thread, before `onShutdown` returns: an owner created on a loop that is
-    /// already shut down is told so straight away, and settles itself as shut down.
-    ///
-    /// - Note: May be called from any thread.
-    func onShutdown(_ body: @escaping @Sendable () -> Void)
-
-    /// Suspends the calling task until the loop's time reaches `deadline` (see `LoopClock`).
-    ///
-    /// - Throws: `CancellationError` when the task is cancelled or the loop shuts down while
-    ///   sleeping; `LoopError` when the loop is not running.
-    /// - Note: May be called from any task.
-    func sleep(until deadline: LoopInstant) async throws
+    /// The parts every loop kind keeps the same way (its shutdown hooks and its sleeps'
+    /// scheduler), behind `onShutdown(_:)` and `sleep(until:)`, which this protocol's extension
+    /// writes once for every loop. Not for callers. May be read from any thread.
+    var services: LoopServices { get }
 }
 
 /// A one-shot timer owned by a loop. Re-arming (`start` again, while running or not) replaces
@@ -148,5 +135,30 @@ extension TaskLoop {
     /// May be called from any task.
     public func sleep(for duration: Duration) async throws {
         try await sleep(until: now.advanced(by: duration))
+    }
+}
+
+// What every loop does the same way, once for all of them (see `LoopServices`).
+extension TaskLoop {
+    /// Registers `body` to run on the loop thread when the loop's shutdown begins, before it
+    /// wakes sleeping tasks and closes its handles: where owners of loop state (a task
+    /// registry) settle it.
+    ///
+    /// Registered once shutdown has begun (the hooks have run) or ended, `body` runs at once, on
+    /// the calling thread, before `onShutdown` returns: an owner created on a loop that is
+    /// already shut down is told so straight away, and settles itself as shut down.
+    ///
+    /// - Note: May be called from any thread.
+    public func onShutdown(_ body: @escaping @Sendable () -> Void) {
+        services.shutdownHooks.add(body)
+    }
+
+    /// Suspends the calling task until the loop's time reaches `deadline` (see `LoopClock`).
+    ///
+    /// - Throws: `CancellationError` when the task is cancelled or the loop shuts down while
+    ///   sleeping; `LoopError` when the loop is not running.
+    /// - Note: May be called from any task.
+    public func sleep(until deadline: LoopInstant) async throws {
+        try await SleepOperation.sleep(on: self, scheduler: services.sleepers, until: deadline)
     }
 }

@@ -43,7 +43,9 @@ public final class TestLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomS
 
     private let queue = Locked(Queue())
     /// `onShutdown` hooks; nil once they have run.
-    private let shutdownHooks = ShutdownHooks()
+    /// The shutdown hooks and the sleeps' scheduler (see `TaskLoop.services`). May be read from
+    /// any thread.
+    public let services = LoopServices()
     private let virtualNanoseconds: Atomic<UInt64>
     /// The thread that created the loop: its loop thread.
     private let ownerThread = pthread_self()
@@ -57,7 +59,6 @@ public final class TestLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomS
     private var nextStartSequence: UInt64 = 0
     private var openTimers = OpenTimers<TestTimer>()
     private var acceptsNewWork = true
-    let sleepers = SleepScheduler()
 
     /// Creates a test loop whose clock starts at `start` (default: 0), bound to the calling
     /// thread: that thread becomes its loop thread.
@@ -122,9 +123,9 @@ public final class TestLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomS
     public func shutdown() {
         asRunner {
             guard acceptsNewWork else { return }
-            shutdownHooks.runOnce()
+            services.shutdownHooks.runOnce()
             acceptsNewWork = false
-            sleepers.cancelAll()
+            services.sleepers.cancelAll()
             for timer in openTimers.snapshot { timer.closeForShutdown() }
             runQueuedWork()
             queue.withLock { $0.shutDown = true }
@@ -174,22 +175,6 @@ public final class TestLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomS
         openTimers.add(timer)
         return timer
     }
-
-    /// Registers a hook that runs when `shutdown()` begins, or at once on the calling thread if
-    /// it has begun; see `TaskLoop.onShutdown(_:)`.
-    ///
-    /// - Note: May be called from any thread.
-    public func onShutdown(_ body: @escaping @Sendable () -> Void) {
-        shutdownHooks.add(body)
-    }
-
-    /// Sleeps on a virtual timer until `deadline`; see `LoopClock.sleep(until:tolerance:)`.
-    ///
-    /// - Note: May be called from any task.
-    public func sleep(until deadline: LoopInstant) async throws {
-        try await SleepOperation.sleep(on: self, scheduler: sleepers, until: deadline)
-    }
-
     /// Queues a job from the runtime for the next `run`/`advance` (after shutdown, runs it on
     /// the calling thread so no task is left hanging).
     ///

@@ -39,8 +39,8 @@
     ///   executor face allocates one; the serial face is NIO's own.
     ///
     /// Unchecked `Sendable`: `lifecycle` is behind its lock, `acceptsWork` is atomic,
-    /// `eventLoop`, `executor` and `shutdownHooks` are immutable and Sendable, and `openTimers`
-    /// and `sleepers` are touched only on the event loop's thread.
+    /// `eventLoop`, `executor` and `services` are immutable and Sendable (the sleeps in `services`
+    /// are touched only on the event loop's thread, as `openTimers` is).
     public final class NIOTaskLoop: TaskLoop, @unchecked Sendable, CustomStringConvertible {
         /// The event loop this loop runs on. May be read from any thread.
         public let eventLoop: any EventLoop
@@ -69,12 +69,13 @@
 
         private let lifecycle = Locked(Lifecycle())
         /// `onShutdown` hooks, run by the shutdown (UVLoop's own kind).
-        private let shutdownHooks = ShutdownHooks()
+        /// The shutdown hooks and the sleeps' scheduler (see `TaskLoop.services`). May be read
+        /// from any thread.
+        public let services = LoopServices()
         /// False once the shutdown has run: `execute` reads it without taking the lock.
         private let acceptsWork = Atomic<Bool>(true)
         /// Sleeps in progress, under one timer of this loop (UVLoop's own kind), woken by the
         /// shutdown.
-        private let sleepers = SleepScheduler()
         /// Timers created and not yet closed, closed by the shutdown. Event loop thread only.
         private var openTimers = OpenTimers<NIOLoopTimer>()
 
@@ -127,29 +128,6 @@
             openTimers.add(timer)
             return timer
         }
-
-        /// Registers `body` to run on the event loop when `shutdown()` (or `startShutdown()`)
-        /// takes effect, or at once, on the calling thread, if that has already happened; see
-        /// `TaskLoop.onShutdown(_:)`. NIO has no callback of its own for an event loop's
-        /// shutdown: these hooks run only because the owner calls `shutdown()`.
-        ///
-        /// - Note: May be called from any thread.
-        public func onShutdown(_ body: @escaping @Sendable () -> Void) {
-            shutdownHooks.add(body)
-        }
-
-        /// Suspends the calling task until the event loop's time reaches `deadline`, on this
-        /// loop's sleep timer (never before the deadline: NIO runs a scheduled task once its
-        /// deadline has passed).
-        ///
-        /// - Throws: `CancellationError` when the task is cancelled, or when the loop shuts down
-        ///   while it sleeps; `LoopError.shutDown` when the loop has already shut down (nothing
-        ///   is then scheduled on the event loop, which may be gone).
-        /// - Note: May be called from any task.
-        public func sleep(until deadline: LoopInstant) async throws {
-            try await SleepOperation.sleep(on: self, scheduler: sleepers, until: deadline)
-        }
-
         /// Runs a job of a task that prefers this loop (`Task(executorPreference: loop)`, the
         /// registry's actions) on the event loop, with this loop as its task executor.
         ///
@@ -220,7 +198,7 @@
         /// sleeps and timers that are left.
         private func runShutdown() {
             preconditionInLoop()
-            shutdownHooks.runOnce()
+            services.shutdownHooks.runOnce()
             let waiters = lifecycle.withLock { state in
                 state.stage = .shutDown
                 defer { state.shutdownWaiters = [] }
@@ -229,7 +207,7 @@
             acceptsWork.store(false, ordering: .releasing)
             // After `acceptsWork`: a sleep that reaches the loop later finds no timer, asks for
             // one and is refused with `LoopError.shutDown`.
-            sleepers.cancelAll()
+            services.sleepers.cancelAll()
             for timer in openTimers.snapshot { timer.closeForShutdown() }
             for waiter in waiters { waiter.resume() }
         }

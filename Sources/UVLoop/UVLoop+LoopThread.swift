@@ -107,11 +107,11 @@ extension UVLoop {
     func beginShutdown() {
         // Hooks first: they settle loop state (a registry cancels its runs) while the loop
         // still takes work and timers.
-        shutdownHooks.runOnce()
+        services.shutdownHooks.runOnce()
         crossThread.withLock { _ in lifecycle.store(.shuttingDown, ordering: .releasing) }
         log.debug(
             "\(self) shutting down: \(liveHandles.load(ordering: .relaxed) - Self.ownHandleCount) handles to close")
-        sleepers.cancelAll()
+        services.sleepers.cancelAll()
         uv_walk(uvLoop, uvLoopCloseForShutdown, nil)
         uv_stop(uvLoop)
     }

@@ -92,7 +92,7 @@ extension UVLoop {
         switch requestShutdown() {
         case .loopThreadShutsDown: stopped.wait()
         case .neverStarted: finishShutdownWithoutLoopThread()
-        case .alreadyShutDown: shutdownHooks.runOnce()
+        case .alreadyShutDown: services.shutdownHooks.runOnce()
         }
     }
 
@@ -111,7 +111,7 @@ extension UVLoop {
                 let request = requestShutdown()
                 switch request {
                 case .loopThreadShutsDown: return
-                case .alreadyShutDown: shutdownHooks.runOnce()
+                case .alreadyShutDown: services.shutdownHooks.runOnce()
                 // No loop thread will run the hooks, nor resume us.
                 case .neverStarted: finishShutdownWithoutLoopThread()
                 }
@@ -141,7 +141,7 @@ extension UVLoop {
     /// shutdown), one at a time, so that no task is left waiting for a thread that will never
     /// exist, and no job runs beside the hooks.
     func finishShutdownWithoutLoopThread() {
-        shutdownHooks.runOnce()
+        services.shutdownHooks.runOnce()
         runShutDownTrampoline()
     }
 

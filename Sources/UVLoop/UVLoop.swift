@@ -55,7 +55,9 @@ public final class UVLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomStr
     /// Changed only holding `crossThread`'s lock (see `Lifecycle`); read from anywhere.
     let lifecycle = Atomic<Lifecycle>(.notStarted)
     /// `onShutdown` hooks; nil once they have run.
-    let shutdownHooks = ShutdownHooks()
+    /// The shutdown hooks and the sleeps' scheduler (see `TaskLoop.services`). May be read from
+    /// any thread.
+    public let services = LoopServices()
     let loopThreadID = Atomic<UInt>(0)
     let liveHandles = Atomic<Int>(0)
     let loopCloseStatus = Atomic<Int32>(Int32.min)
@@ -76,7 +78,6 @@ public final class UVLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomStr
     @exclusivity(unchecked) var drainBuffer: [(work: LoopWork, priority: UInt8)] = []
     /// True while a timer callback runs (libuv's timer phase). Loop thread only.
     @exclusivity(unchecked) var inTimerPhase = false
-    let sleepers = SleepScheduler()
 
     /// The most jobs one turn runs before letting libuv poll for I/O and timers, so that a task
     /// that keeps re-enqueueing itself cannot starve them.
@@ -167,22 +168,6 @@ public final class UVLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomStr
     public func makeUVTimer(_ onFire: @escaping () -> Void) throws(LoopError) -> UVTimer {
         try UVTimer(loop: self, onFire: onFire)
     }
-
-    /// Registers a hook that runs on the loop thread when shutdown begins, or at once on the
-    /// calling thread if it has begun; see `TaskLoop.onShutdown(_:)`.
-    ///
-    /// - Note: May be called from any thread.
-    public func onShutdown(_ body: @escaping @Sendable () -> Void) {
-        shutdownHooks.add(body)
-    }
-
-    /// Sleeps on a libuv timer until `deadline`; see `LoopClock.sleep(until:tolerance:)`.
-    ///
-    /// - Note: May be called from any task.
-    public func sleep(until deadline: LoopInstant) async throws {
-        try await SleepOperation.sleep(on: self, scheduler: sleepers, until: deadline)
-    }
-
     // MARK: - Executor
 
     /// Takes a job of a task that prefers this loop and runs it on the loop thread; the job is

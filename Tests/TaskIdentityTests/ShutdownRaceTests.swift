@@ -83,8 +83,7 @@ private final class InterposedLoop: TaskLoop, @unchecked Sendable {
     }
 
     func makeTimer(_ onFire: @escaping () -> Void) throws(LoopError) -> any LoopTimer { try inner.makeTimer(onFire) }
-    func onShutdown(_ body: @escaping @Sendable () -> Void) { inner.onShutdown(body) }
-    func sleep(until deadline: LoopInstant) async throws { try await inner.sleep(until: deadline) }
+    var services: LoopServices { inner.services }
     func enqueue(_ job: consuming ExecutorJob) { inner.enqueue(job) }
     func asUnownedTaskExecutor() -> UnownedTaskExecutor { UnownedTaskExecutor(ordinary: self) }
 }

@@ -38,22 +38,22 @@ struct ClockTests {
                     outcome.value = "\(error)"
                 }
             }
-            while try await loop.submit({ loop.sleepers.count }) == 0 { await Task.yield() }
+            while try await loop.submit({ loop.services.sleepers.count }) == 0 { await Task.yield() }
             // Cancel on the loop thread; the resumed task is queued in this same turn, so the
             // next closure the loop runs already sees its outcome.
             try await loop.submit { sleeper.cancel() }
             #expect(try await loop.submit { outcome.value } == "cancelled")
-            #expect(try await loop.submit { loop.sleepers.count } == 0)
+            #expect(try await loop.submit { loop.services.sleepers.count } == 0)
         }
     }
 
     @Test func cancellingFromAnotherThreadStopsTheTimer() async throws {
         try await withStartedLoop { loop in
             let sleeper = Task(executorPreference: loop) { try await loop.clock.sleep(for: .seconds(3600)) }
-            while try await loop.submit({ loop.sleepers.count }) == 0 { await Task.yield() }
+            while try await loop.submit({ loop.services.sleepers.count }) == 0 { await Task.yield() }
             sleeper.cancel()
             await #expect(throws: CancellationError.self) { try await sleeper.value }
-            #expect(try await loop.submit { loop.sleepers.count } == 0)
+            #expect(try await loop.submit { loop.services.sleepers.count } == 0)
             // The sleep left the heap; the one timer all sleeps share stays open until shutdown.
             #expect(loop.liveHandleCount == 3)
         }

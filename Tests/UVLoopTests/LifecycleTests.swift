@@ -112,7 +112,7 @@ struct LifecycleTests {
         }
         #expect(timers == 20)
         // Wait until every sleeper has armed its timer, so the shutdown finds them asleep.
-        while try await loop.submit({ loop.sleepers.count }) < 10 { await Task.yield() }
+        while try await loop.submit({ loop.services.sleepers.count }) < 10 { await Task.yield() }
         // Wake-up and idle handles, the 20 timers, and the one timer all sleeps share.
         #expect(loop.liveHandleCount == 2 + 20 + 1)
 
