@@ -265,7 +265,8 @@ enum StateMachineTable {
     }
 
     static func summary(_ machine: TaskStateMachine, _ outcome: String, _ counters: RegistryCounters) -> String {
-        var state = "\(machine.pending) \(machine.run) g\(machine.generation)/\(machine.runGeneration)"
+        var state =
+            "\(machine.pending) \(machine.run.map { "\($0)" } ?? "none") g\(machine.generation)/\(machine.runGeneration)"
         state += " ending\(machine.endingRuns) \(machine.phase)"
         if machine.showsProgress { state += " progress" }
         if machine.isRemoved { state += " removed" }
@@ -714,7 +715,7 @@ extension TaskStateMachine {
     /// A state built from its parts, for the state-machine tests; traps on a combination no
     /// stage holds.
     static func testState(
-        generation: UInt64, runGeneration: UInt64, pending: Pending, run: Run, endingRuns: Int32 = 0,
+        generation: UInt64, runGeneration: UInt64, pending: Pending, run: ActiveKind?, endingRuns: Int32 = 0,
         isRemoved: Bool = false, hasStarted: Bool = false, inStartQueue: Bool = false,
         debounceDeadline: UInt64 = 0, phase: Phase
     ) -> Self {
@@ -732,13 +733,7 @@ extension TaskStateMachine {
             case .throttled: .throttled
             case .awaitingPrevious: .awaitingPrevious
             }
-        let active: ActiveRun? =
-            switch run {
-            case .none: nil
-            case .task: ActiveRun(kind: .task)
-            case .synchronousDelayed: ActiveRun(kind: .synchronousDelayed)
-            case .synchronousExecuting: ActiveRun(kind: .synchronousExecuting)
-            }
+        let active = run.map { ActiveRun(kind: $0) }
         switch (isRemoved, active, held, pending) {
         case (true, nil, nil, .none): state.stage = .removed
         case (false, nil, nil, .none): state.stage = .quiet
@@ -746,7 +741,9 @@ extension TaskStateMachine {
         case (false, nil, let held?, _): state.stage = .waiting(.held(held))
         case (false, let active?, nil, .none): state.stage = .running(active)
         case (false, let active?, let held?, _): state.stage = .heldBesideRun(held, active)
-        default: preconditionFailure("no stage holds \(pending) with \(run), removed: \(isRemoved)")
+        default:
+            preconditionFailure(
+                "no stage holds \(pending) with \(run.map { "\($0)" } ?? "no run"), removed: \(isRemoved)")
         }
         return state
     }

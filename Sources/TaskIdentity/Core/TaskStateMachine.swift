@@ -95,7 +95,9 @@ struct TaskStateMachine: Sendable, CustomStringConvertible {
         case synchronousExecuting
     }
 
-    /// The pending part of the stage, as one value (for the core's guards, and the tests).
+    /// The pending part of the stage without its payload (a debounce window's deadline): a
+    /// view of `Stage`, never stored, that the core's guards compare as one byte (comparing
+    /// `Waiting`, which holds the deadline, is a call) and the table test prints.
     @usableFromInline
     enum Pending: UInt8, Sendable {
         /// No generation waits: the latest one is running, has ended, or none was declared.
@@ -104,15 +106,6 @@ struct TaskStateMachine: Sendable, CustomStringConvertible {
         case throttled
         case awaitingPrevious
         case startQueued
-    }
-
-    /// The current-run part of the stage, as one value (for the core's guards, and the tests).
-    @usableFromInline
-    enum Run: UInt8, Sendable {
-        case none
-        case task
-        case synchronousDelayed
-        case synchronousExecuting
     }
 
     /// How a run's action ended (a failure's error stays with the core).
@@ -197,16 +190,11 @@ struct TaskStateMachine: Sendable, CustomStringConvertible {
         }
     }
 
-    /// The current-run part of the stage.
-    var run: Run {
+    /// The current-run part of the stage: the kind of the current run, if there is one.
+    var run: ActiveKind? {
         switch stage {
-        case .quiet, .waiting, .removed: return .none
-        case .running(let run), .heldBesideRun(_, let run):
-            switch run.kind {
-            case .task: return .task
-            case .synchronousDelayed: return .synchronousDelayed
-            case .synchronousExecuting: return .synchronousExecuting
-            }
+        case .quiet, .waiting, .removed: return nil
+        case .running(let run), .heldBesideRun(_, let run): return run.kind
         }
     }
 
