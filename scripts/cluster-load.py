@@ -27,8 +27,9 @@
         1. stale reads: 0. A GET never reads an id older than the last one acknowledged before it
            was sent, nor older than one already read for that key;
         2. nil reads only for keys whose node may have died after their last acknowledged SET
-           was sent (a kill began before the GET's reply, and its process was reaped after
-           the SET's send: the signal may land a moment after the kill began);
+           was sent and was up again before the GET's reply (a kill began before the reply,
+           its process was reaped after the SET's send, since the signal may land a moment
+           after the kill began, and its successor was ready by the reply);
         3. errors only for keys whose node was down at some time between the request and its
            reply ("inside a failure window"); none outside;
         4. at the end, with every node up and no run left: every key reads its last acknowledged
@@ -230,8 +231,9 @@ class Node:
         self.process = None
         self.lock = threading.Lock()
         self.down_windows = []   # [killed at, up again at (None while down)]
-        # [the kill began, the process was reaped (None until then)]: the process may have died
-        # at any time in between, and answered requests until it did.
+        # [the kill began, the process was reaped, the node was up again (None until then)]: the
+        # process may have died at any time between the first two, and answered requests until
+        # it did; requests answered after the third reached its successor.
         self.kill_spans = []
         self.kills = 0
         self.runs = []           # per process: [(time, rss bytes, open fds)]
@@ -261,6 +263,7 @@ class Node:
             self.runs.append([])
             if self.down_windows and self.down_windows[-1][1] is None:
                 self.down_windows[-1][1] = time.monotonic()
+                self.kill_spans[-1][2] = self.down_windows[-1][1]
 
     def kill(self):
         with self.lock:
@@ -268,7 +271,7 @@ class Node:
             # The window opens before the signal: a request may fail from the signal on.
             began = time.monotonic()
             self.down_windows.append([began, None])
-            self.kill_spans.append([began, None])
+            self.kill_spans.append([began, None, None])
             self.kills += 1
             self.process = None
         # This thread may lose the interpreter lock before the signal is sent: the process
@@ -314,12 +317,15 @@ class Node:
         return any(a <= end and (b is None or b >= start) for a, b in windows)
 
     def died_between(self, start, end):
-        """Whether a process of this node may have died between `start` and `end`: a kill
-        began before `end` and its process was reaped after `start` (or not yet). A SET sent at
-        `start` may have been acknowledged by a process killed a moment later, so a kill that
-        began before the send but was not yet done explains its loss too."""
+        """Whether the reply at `end` may come from a new process of this node, started after
+        one that may have held the SET sent at `start` died: a kill began before `end`, its
+        process was reaped after `start` (a SET sent at `start` may have been acknowledged by a
+        process killed a moment later, so a kill that began before the send but was not yet
+        done explains its loss too), and the node was up again by `end` (a reply before that
+        came from the old process, which held the SET: its nil would be a real loss)."""
         with self.lock:
-            return any(began <= end and (reaped is None or reaped >= start) for began, reaped in self.kill_spans)
+            return any(began <= end and reaped >= start and up is not None and up <= end
+                       for began, reaped, up in self.kill_spans if reaped is not None)
 
 
 # One command's outcome: `value` is the reply (a RespError for an error or no reply); `sent` and

@@ -14,6 +14,12 @@ package enum LoopWork {
 }
 
 extension LoopWork {
+    /// The job of an actor pinned to the loop, if this is one.
+    package var serialJob: UnownedJob? {
+        if case .serialJob(let job) = self { return job }
+        return nil
+    }
+
     /// Runs the work on the calling thread, which must be `loop`'s: a serial job isolated to
     /// the loop's serial face, a task job on its task-executor face, a closure as it is.
     @inline(__always)

@@ -42,7 +42,6 @@ public final class TestLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomS
     }
 
     private let queue = Locked(Queue())
-    /// `onShutdown` hooks; nil once they have run.
     /// The shutdown hooks and the sleeps' scheduler (see `TaskLoop.services`). May be read from
     /// any thread.
     public let services = LoopServices()
@@ -70,7 +69,13 @@ public final class TestLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomS
     }
 
     deinit {
-        serialExecutor.loopDeinitialising()  // first: an executor kept past the loop must not reach it
+        // First: an executor kept past the loop must not reach it, and actors' jobs still queued
+        // (a test loop dropped without shutdown) run on it instead of being lost.
+        var queued: [UnownedJob] = []
+        queue.withLock { state in
+            while let work = state.work.popFirst() { if let job = work.serialJob { queued.append(job) } }
+        }
+        serialExecutor.loopDeinitialising(leftovers: queued)
         // Dropped without `shutdown()` (allowed for a test loop): the timers still open may
         // outlive it (their owners release them after this), and must not reach back into it.
         for timer in openTimers.snapshot { timer.detachFromDeinitialisingLoop() }
@@ -205,7 +210,7 @@ public final class TestLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomS
 
     /// The loop's serial executor, for actors pinned to it (see `TaskLoop.executor`). May be
     /// read from any thread.
-    public var executor: any SerialExecutor { serialExecutor }
+    public var executor: any SerialExecutor { serialExecutor.handOut() }
 
     @usableFromInline package var unownedSerialExecutor: UnownedSerialExecutor {
         serialExecutor.asUnownedSerialExecutor()
@@ -230,6 +235,10 @@ public final class TestLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomS
         defer { drivingDepth -= 1 }
         body()
     }
+
+    /// Whether `shutdown()` has begun: from then on jobs run on the threads that enqueue them,
+    /// without anyone driving the loop. Loop thread only.
+    package var hasShutDown: Bool { !acceptsNewWork }
 
     /// Whether a `run`, `advance` or `shutdown` of this loop is under way (its jobs and timers
     /// can run). Loop thread only: the creating thread is the only one that drives it.

@@ -68,14 +68,11 @@
         }
 
         private let lifecycle = Locked(Lifecycle())
-        /// `onShutdown` hooks, run by the shutdown (UVLoop's own kind).
         /// The shutdown hooks and the sleeps' scheduler (see `TaskLoop.services`). May be read
         /// from any thread.
         public let services = LoopServices()
         /// False once the shutdown has run: `execute` reads it without taking the lock.
         private let acceptsWork = Atomic<Bool>(true)
-        /// Sleeps in progress, under one timer of this loop (UVLoop's own kind), woken by the
-        /// shutdown.
         /// Timers created and not yet closed, closed by the shutdown. Event loop thread only.
         private var openTimers = OpenTimers<NIOLoopTimer>()
 

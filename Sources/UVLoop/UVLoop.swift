@@ -54,7 +54,6 @@ public final class UVLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomStr
     let crossThread = Locked(CrossThreadState())
     /// Changed only holding `crossThread`'s lock (see `Lifecycle`); read from anywhere.
     let lifecycle = Atomic<Lifecycle>(.notStarted)
-    /// `onShutdown` hooks; nil once they have run.
     /// The shutdown hooks and the sleeps' scheduler (see `TaskLoop.services`). May be read from
     /// any thread.
     public let services = LoopServices()
@@ -106,7 +105,13 @@ public final class UVLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomStr
     }
 
     deinit {
-        serialExecutor.loopDeinitialising()  // first: an executor kept past the loop must not reach it
+        // First: an executor kept past the loop must not reach it, and actors' jobs still queued
+        // (a loop that never started) run on it instead of being lost.
+        let queued = crossThread.withLock { state in
+            defer { state.incoming = [] }
+            return state.incoming
+        }
+        serialExecutor.loopDeinitialising(leftovers: queued.compactMap(\.work.serialJob))
         // The loop thread holds a strong reference until it exits, so a loop that was started
         // is always shut down by the time it is deinitialised.
         let final = lifecycle.load(ordering: .acquiring)
@@ -209,7 +214,7 @@ public final class UVLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomStr
     /// Its jobs run on the loop thread, isolated to it.
     ///
     /// May be read from any thread.
-    public var executor: any SerialExecutor { serialExecutor }
+    public var executor: any SerialExecutor { serialExecutor.handOut() }
 
     @usableFromInline package var unownedSerialExecutor: UnownedSerialExecutor {
         serialExecutor.asUnownedSerialExecutor()

@@ -14,7 +14,9 @@ actor LoopDoor {
     /// Runs this actor's jobs on `loop`'s thread. The loop must outlive the door: its core
     /// holds both.
     init(loop: any TaskLoop) {
-        executor = loop.executor.asUnownedSerialExecutor()
+        // Through the package's own face where the loop has one: reading the public `executor`
+        // would make the loop's executor reach it weakly, a cost on every retain of the loop.
+        executor = (loop as? any LoopJobSink)?.unownedSerialExecutor ?? loop.executor.asUnownedSerialExecutor()
     }
 
     @usableFromInline nonisolated var unownedExecutor: UnownedSerialExecutor { executor }

@@ -151,6 +151,12 @@
                 }
             }
             if loop.inLoop { return start() }
+            // A loop that has not started takes jobs, not closures: this one runs on its thread
+            // once it starts.
+            if !loop.hasStarted {
+                Task(executorPreference: loop) { start() }
+                return
+            }
             do { try loop.execute(start) } catch {
                 core.logDebug("the configured metrics export could not start: \(error)")
             }

@@ -53,7 +53,7 @@ extension TaskRegistry {
         // shutdown must not wait for that run: it returns once every other action has ended.
         let caller = CurrentRun.marker
         let callerIsCancelled = Task.isCancelled
-        if let testLoop = loop as? TestLoop, testLoop.inLoop, !testLoop.isBeingDriven {
+        if let testLoop = loop as? TestLoop, testLoop.inLoop, !testLoop.isBeingDriven, !testLoop.hasShutDown {
             return shutDownUndriven(testLoop, caller: caller, callerIsCancelled: callerIsCancelled)
         }
         await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
