@@ -29,7 +29,7 @@
         2. nil reads only for keys whose node may have died after their last acknowledged SET
            was sent and was up again before the GET's reply (a kill began before the reply,
            its process was reaped after the SET's send, since the signal may land a moment
-           after the kill began, and its successor was ready by the reply);
+           after the kill began, and its successor was spawned before the reply);
         3. errors only for keys whose node was down at some time between the request and its
            reply ("inside a failure window"); none outside;
         4. at the end, with every node up and no run left: every key reads its last acknowledged
@@ -231,9 +231,9 @@ class Node:
         self.process = None
         self.lock = threading.Lock()
         self.down_windows = []   # [killed at, up again at (None while down)]
-        # [the kill began, the process was reaped, the node was up again (None until then)]: the
-        # process may have died at any time between the first two, and answered requests until
-        # it did; requests answered after the third reached its successor.
+        # [the kill began, the process was reaped, its successor was spawned (None until then)]:
+        # the process may have died at any time between the first two, and answered requests
+        # until it did; a request answered after the third may have reached its successor.
         self.kill_spans = []
         self.kills = 0
         self.runs = []           # per process: [(time, rss bytes, open fds)]
@@ -243,6 +243,12 @@ class Node:
         that wait) on a fresh standard-output file, so that the previous run's line cannot
         pass for this one's."""
         out_path = os.path.splitext(self.log_path)[0] + ".out"
+        # The new process may answer from its spawn on, before its ready line is seen: its
+        # spawn is recorded before it exists, so that a reader that gets its answer already
+        # sees it (recording it after the ready line made such answers look unexplained).
+        with self.lock:
+            if self.kill_spans and self.kill_spans[-1][2] is None:
+                self.kill_spans[-1][2] = time.monotonic()
         with open(self.log_path, "ab") as log, open(out_path, "wb") as out:
             process = subprocess.Popen(self.argv, stdout=out, stderr=log, stdin=subprocess.DEVNULL,
                                        preexec_fn=die_with_parent)
@@ -263,7 +269,6 @@ class Node:
             self.runs.append([])
             if self.down_windows and self.down_windows[-1][1] is None:
                 self.down_windows[-1][1] = time.monotonic()
-                self.kill_spans[-1][2] = self.down_windows[-1][1]
 
     def kill(self):
         with self.lock:
@@ -322,7 +327,8 @@ class Node:
         process was reaped after `start` (a SET sent at `start` may have been acknowledged by a
         process killed a moment later, so a kill that began before the send but was not yet
         done explains its loss too), and the node was up again by `end` (a reply before that
-        came from the old process, which held the SET: its nil would be a real loss)."""
+        came from the old process, which held the SET: its nil would be a real loss). "Up
+        again" is the successor's spawn: it may answer before its ready line is seen."""
         with self.lock:
             return any(began <= end and reaped >= start and up is not None and up <= end
                        for began, reaped, up in self.kill_spans if reaped is not None)
