@@ -77,6 +77,21 @@ public final class UVLoop: TaskLoop, LoopJobSink, @unchecked Sendable, CustomStr
     @exclusivity(unchecked) var drainBuffer: [(work: LoopWork, priority: UInt8)] = []
     /// True while a timer callback runs (libuv's timer phase). Loop thread only.
     @exclusivity(unchecked) var inTimerPhase = false
+    /// One reading of `uv_hrtime` per loop time (libuv's cached millisecond clock, fixed for a
+    /// turn's timer phase), for `timerPhaseNow()`. Loop thread only, like the flags above.
+    @exclusivity(unchecked) var timerPhaseClock: (loopTime: UInt64, nanoseconds: UInt64) = (.max, 0)
+
+    /// The instant that timers firing in this turn judge their deadlines by: `uv_hrtime` read
+    /// once per loop time, so that timers due together get one verdict, and equal deadlines fire
+    /// in the order they were started however long each callback takes (a reading per callback
+    /// let time pass between them: a slow callback made the next timer of the same deadline due
+    /// while an earlier one had waited one more millisecond). Loop thread only.
+    @inline(__always)
+    func timerPhaseNow() -> UInt64 {
+        let loopTime = uv_now(uvLoop)
+        if timerPhaseClock.loopTime != loopTime { timerPhaseClock = (loopTime, uv_hrtime()) }
+        return timerPhaseClock.nanoseconds
+    }
 
     /// The most jobs one turn runs before letting libuv poll for I/O and timers, so that a task
     /// that keeps re-enqueueing itself cannot starve them.
