@@ -230,12 +230,11 @@ class Node:
         self.index, self.port, self.argv, self.log_path = index, port, argv, log_path
         self.process = None
         self.lock = threading.Lock()
-        self.down_windows = []   # [killed at, up again at (None while down)]
-        # [the kill began, the process was reaped, its successor was spawned (None until then)]:
-        # the process may have died at any time between the first two, and answered requests
-        # until it did; a request answered after the third may have reached its successor.
-        self.kill_spans = []
-        self.kills = 0
+        # One record a kill: [began, reaped, successor spawned, successor ready] (None until
+        # then). The process may have died at any time between the first two, and answered
+        # requests until it did; a request answered after the third may have reached its
+        # successor; the node is down (requests may fail) from the first to the fourth.
+        self.kill_records = []
         self.runs = []           # per process: [(time, rss bytes, open fds)]
 
     def start(self):
@@ -247,8 +246,8 @@ class Node:
         # spawn is recorded before it exists, so that a reader that gets its answer already
         # sees it (recording it after the ready line made such answers look unexplained).
         with self.lock:
-            if self.kill_spans and self.kill_spans[-1][2] is None:
-                self.kill_spans[-1][2] = time.monotonic()
+            if self.kill_records and self.kill_records[-1][2] is None:
+                self.kill_records[-1][2] = time.monotonic()
         with open(self.log_path, "ab") as log, open(out_path, "wb") as out:
             process = subprocess.Popen(self.argv, stdout=out, stderr=log, stdin=subprocess.DEVNULL,
                                        preexec_fn=die_with_parent)
@@ -267,17 +266,15 @@ class Node:
         with self.lock:
             self.process = process
             self.runs.append([])
-            if self.down_windows and self.down_windows[-1][1] is None:
-                self.down_windows[-1][1] = time.monotonic()
+            if self.kill_records and self.kill_records[-1][3] is None:
+                self.kill_records[-1][3] = time.monotonic()
 
     def kill(self):
         with self.lock:
             process = self.process
             # The window opens before the signal: a request may fail from the signal on.
             began = time.monotonic()
-            self.down_windows.append([began, None])
-            self.kill_spans.append([began, None, None])
-            self.kills += 1
+            self.kill_records.append([began, None, None, None])
             self.process = None
         # This thread may lose the interpreter lock before the signal is sent: the process
         # still answers requests sent after `began` until it is dead, so it is dead for certain
@@ -285,7 +282,7 @@ class Node:
         process.send_signal(signal.SIGKILL)
         process.wait()
         with self.lock:
-            self.kill_spans[-1][1] = time.monotonic()
+            self.kill_records[-1][1] = time.monotonic()
 
     def stop(self):
         """SIGTERM; the exit status (None if it had to be killed)."""
@@ -318,7 +315,7 @@ class Node:
     def was_down(self, start, end):
         """Whether the node was down at some time in [start, end]."""
         with self.lock:
-            windows = [(a, b) for a, b in self.down_windows]
+            windows = [(began, ready) for began, _, _, ready in self.kill_records]
         return any(a <= end and (b is None or b >= start) for a, b in windows)
 
     def died_between(self, start, end):
@@ -331,7 +328,7 @@ class Node:
         again" is the successor's spawn: it may answer before its ready line is seen."""
         with self.lock:
             return any(began <= end and reaped >= start and up is not None and up <= end
-                       for began, reaped, up in self.kill_spans if reaped is not None)
+                       for began, reaped, up, _ in self.kill_records if reaped is not None)
 
 
 # One command's outcome: `value` is the reply (a RespError for an error or no reply); `sent` and
@@ -684,8 +681,8 @@ def run_chaos(args, nodes, ports):
     print("seconds=%.1f nodes=%d keys=%d writers=%d readers=%d depth=%d interval=%.1fs downtime=%.1fs"
           % (load_seconds, len(nodes), len(keys), args.writers, args.readers, args.depth, args.interval,
              args.downtime))
-    print("kills=" + ",".join("node%d:%d" % (n.index + 1, n.kills) for n in nodes))
-    windows = [b - a for n in nodes for a, b in n.down_windows if b is not None]
+    print("kills=" + ",".join("node%d:%d" % (n.index + 1, len(n.kill_records)) for n in nodes))
+    windows = [ready - began for n in nodes for began, _, _, ready in n.kill_records if ready is not None]
     if windows:
         print("down_ms min=%.0f median=%.0f max=%.0f (from SIGKILL to the restarted node's ready line)"
               % (min(windows) * 1000, sorted(windows)[len(windows) // 2] * 1000, max(windows) * 1000))
@@ -731,7 +728,7 @@ def run_chaos(args, nodes, ports):
     if shared.failures:
         print("FAIL: %s" % shared.failures[0])
         failed = True
-    short = [n.index + 1 for n in nodes if n.kills < args.min_kills]
+    short = [n.index + 1 for n in nodes if len(n.kill_records) < args.min_kills]
     if short:
         print("FAIL: nodes %s were killed fewer than %d times (a longer --seconds or a shorter --interval)"
               % (short, args.min_kills))

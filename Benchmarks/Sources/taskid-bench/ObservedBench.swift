@@ -1,6 +1,9 @@
 import ArgumentParser
 import Foundation
-@_spi(SwiftUI) import Observation  // didSet tracking, as the library uses it
+// didSet tracking, the cheaper of Observation's two interfaces, so that the floor is the least
+// observation can cost (the library uses it with the ObservationSPI trait; by default it uses
+// the public willSet interface).
+@_spi(SwiftUI) import Observation
 import TaskIdentity
 import UVLoop
 

@@ -54,8 +54,11 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
     ///
     /// May be read from any thread.
     public let configuration: RegistryConfiguration
-    /// `configuration.maxObservationDepth`, kept apart for the observed-identity path.
-    let maxObservationDepth: Int
+    /// How many runs a chain of observed runs may have after its first before the next
+    /// re-evaluation is stopped as a cycle: `configuration.maxObservationDepth`.
+    ///
+    /// May be read from any thread.
+    public var maxObservationDepth: Int { configuration.maxObservationDepth }
     /// How observed identities hear of writes (`ObservationMechanism.default` unless a test
     /// picks the other). Immutable.
     let observationMechanism: ObservationMechanism
@@ -115,7 +118,6 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
         observationMechanism: ObservationMechanism = .default
     ) {
         self.configuration = configuration
-        self.maxObservationDepth = configuration.maxObservationDepth
         self.observationMechanism = observationMechanism
         posted = PostedCalls(capacity: configuration.postedCallLimit)
         let phaseStreams = PhaseStreams<Key>()
