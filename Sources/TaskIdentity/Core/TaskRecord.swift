@@ -31,8 +31,6 @@ class AnyTaskRecord: @unchecked Sendable {
     /// `pendingAction`'s tag: elsewhere it takes the record (with its key) into the next
     /// malloc size class, 16 bytes more per slot (W6).
     @exclusivity(unchecked) @usableFromInline var hasObservers = false
-    /// The next task of the same slot (a slot's tasks are a list from its first).
-    @exclusivity(unchecked) @usableFromInline var nextInSlot: AnyTaskRecord?
     /// The current run's task, while it is current.
     @exclusivity(unchecked) var runningTask: RunTask?
     /// The latest declared identity, which the next declaration is compared with.
@@ -114,6 +112,10 @@ final class TaskRecord<Key: Hashable & Sendable>: AnyTaskRecord, @unchecked Send
     // @unchecked Sendable: as its superclass; the one field it adds, `key`, is a `let` of a
     // Sendable type.
     @usableFromInline let key: Key
+    /// The next record in this one's bucket of the slot table (`SlotTable`), where a slot's
+    /// tasks follow one another: the same pointer chains the bucket and lists the slot.
+    /// Unchecked exclusivity: the slot table's, loop thread only, never held across a call.
+    @exclusivity(unchecked) @usableFromInline var nextInBucket: TaskRecord<Key>?
 
     @usableFromInline
     init(key: Key, name: TaskName, registry: TaskRegistry<Key>, options: TaskOptions) {

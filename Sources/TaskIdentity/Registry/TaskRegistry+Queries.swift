@@ -55,7 +55,7 @@ extension TaskRegistry {
     /// - Note: Loop thread only; never traps.
     public func contains(_ key: Key) throws(RegistryError) -> Bool {
         guard loop.inLoop else { throw .calledOffLoopThread }
-        return slots[key] != nil
+        return slots.first(for: key) != nil
     }
 
     /// The counters.
@@ -105,10 +105,10 @@ extension TaskRegistry {
     public func snapshot(ofSlot key: Key) async throws(RegistryError) -> [TaskName: TaskSnapshot] {
         try await onLoop { [self] in
             var tasks: [TaskName: TaskSnapshot] = [:]
-            var next: AnyTaskRecord? = self.slots[key]
-            while let record = next {
+            var next = self.slots.first(for: key)
+            while let record = next, record.key == key {
                 tasks[record.name] = TaskSnapshot(record: record)
-                next = record.nextInSlot
+                next = record.nextInBucket
             }
             return tasks
         }

@@ -91,7 +91,7 @@ extension TaskRegistry {
         runPosted()
         core.beginShutdown()
         core.traceShutdown()
-        for key in Array(slots.keys) { applyRemove(key, reason: .registryShutDown) }
+        for first in slots.removeAllSlots() { cancelRemovedSlot(first, reason: .registryShutDown) }
         for tracker in observations.values { tracker.stop() }
         observations = [:]
         removedRunning = [:]
@@ -126,17 +126,18 @@ struct RegistryRelease<Key: Hashable & Sendable>: @unchecked Sendable {
     // @unchecked Sendable: moved to the loop thread whole, and used only there (the registry
     // that owned these is gone, so nothing else touches them).
     let core: RegistryCore
-    let slots: [Key: TaskRecord<Key>]
+    let slots: SlotTable<Key>
     let phaseStreams: PhaseStreams<Key>
 
     func run() {
         guard !core.isShutDown else { return }
         core.beginShutdown()
-        for first in slots.values {
-            var next: AnyTaskRecord? = first
+        var slots = slots
+        for first in slots.removeAllSlots() {
+            var next: TaskRecord<Key>? = first
             while let record = next {
                 core.remove(record, reason: .registryShutDown)
-                next = record.nextInSlot
+                next = record.nextInBucket
             }
             core.counters.liveSlots &-= 1
         }

@@ -35,7 +35,7 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
     // about a fifth of a debounced change's cost).
     @usableFromInline let core: RegistryCore
     // @exclusivity(unchecked): the slots, loop thread only; no access is held across a call.
-    @exclusivity(unchecked) @usableFromInline var slots: [Key: TaskRecord<Key>] = [:]
+    @exclusivity(unchecked) @usableFromInline var slots = SlotTable<Key>()
     @usableFromInline let posted: PostedCalls<PostedOperation>
     // @exclusivity(unchecked): `runPosted`'s swap buffer, loop thread only; no access held across a call.
     @exclusivity(unchecked) @usableFromInline var postedBuffer: [PostedOperation?] = []
@@ -261,14 +261,7 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
         {
             core.inherit(record, endingRunsOf: previous)
         }
-        if let first = slots[key] {
-            var last: AnyTaskRecord = first
-            while let next = last.nextInSlot { last = next }
-            last.nextInSlot = record
-        } else {
-            slots[key] = record
-            core.counters.liveSlots &+= 1
-        }
+        if slots.insert(record) { core.counters.liveSlots &+= 1 }
         if !phaseStreams.observers.isEmpty {
             record.hasObservers = phaseStreams.observers[ObserverKey(key: key, name: name)] != nil
         }
@@ -277,14 +270,7 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
 
     @inlinable
     func record(_ key: Key, _ name: TaskName) -> TaskRecord<Key>? {
-        guard let first = slots[key] else { return nil }
-        if first.name == name { return first }
-        var next = first.nextInSlot
-        while let candidate = next {
-            if candidate.name == name { return candidate as? TaskRecord<Key> }
-            next = candidate.nextInSlot
-        }
-        return nil
+        slots.record(for: key, name: name)
     }
 
     /// Removes slot `key`, cancelling every task it hosts (phase `cancelled(.removed)`), like a
@@ -305,21 +291,23 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
 
     @usableFromInline
     func applyRemove(_ key: Key, reason: CancellationReason) {
-        guard let first = slots.removeValue(forKey: key) else { return }
+        guard let first = slots.removeSlot(key) else { return }
+        cancelRemovedSlot(first, reason: reason)
+    }
+
+    /// Cancels every task of a slot just taken out of the slot table, from its first record.
+    @usableFromInline
+    func cancelRemovedSlot(_ first: TaskRecord<Key>, reason: CancellationReason) {
+        let key = first.key
         core.counters.liveSlots &-= 1
-        var next: AnyTaskRecord? = first
+        var next: TaskRecord<Key>? = first
         while let record = next {
             if !observations.isEmpty { stopObserving(ObserverKey(key: key, name: record.name)) }
             core.remove(record, reason: reason)
             if record.state.endingRuns > 0 && reason == .removed {
-                // A checked cast (once per removed task whose runs outlive it): this registry
-                // creates its slots' records, all `TaskRecord<Key>`s.
-                guard let typed = record as? TaskRecord<Key> else {
-                    preconditionFailure("BUG DETECTED: a record of another key type in a TaskRegistry<\(Key.self)>")
-                }
-                removedRunning[ObserverKey(key: key, name: record.name)] = typed
+                removedRunning[ObserverKey(key: key, name: record.name)] = record
             }
-            next = record.nextInSlot
+            next = record.nextInBucket
         }
     }
 
