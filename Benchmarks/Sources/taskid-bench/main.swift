@@ -7,7 +7,7 @@ struct TaskIDBench: ParsableCommand {
         abstract: "TaskIdentity benchmarks: one key=value line (or JSON) per run.",
         subcommands: [
             ChurnBench.self, ScrollBench.self, LatencyBench.self, FootprintBench.self, ServerLoadBench.self,
-            ExecutorBench.self, TimerBench.self, ObservedBench.self, TypeaheadScenario.self,
+            ExecutorBench.self, TimerBench.self, ObservedBench.self, TypeaheadScenario.self, GrowthBench.self,
         ])
 }
 

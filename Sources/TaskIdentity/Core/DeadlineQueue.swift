@@ -8,6 +8,9 @@ import TaskLoopCore
 /// against its record when it comes due and skipped if the record has moved on (lazy deletion),
 /// which costs less than unlinking from a list on every change.
 ///
+/// Entries are kept in fixed-size chunks (`ChunkedQueue`), so a queue of millions never stops
+/// the loop to grow.
+///
 /// The timer is armed for the head's deadline only when the queue goes from idle to busy and
 /// after each firing, never on a push into a busy queue; a head that has since moved later just
 /// makes one firing find nothing due.
@@ -19,7 +22,7 @@ final class DeadlineQueue<Entry: DeadlineEntry> {
     // stride for debounce entries (measured in the 1M-slot footprint run).
     // @exclusivity(unchecked), these three: loop thread only, and no access is held across a
     // call that could reach the queue again; no dynamic check per push (docs/safety.md).
-    @exclusivity(unchecked) private var entries = RingBuffer<Entry>()
+    @exclusivity(unchecked) private var entries = ChunkedQueue<Entry>()
     @exclusivity(unchecked) private var timer: (any LoopTimer)?
     @exclusivity(unchecked) private var armed = false
 
