@@ -265,6 +265,23 @@ public final class ShardedTaskRegistry<Key: Hashable & Sendable>: Sendable {
         try await mergedTrace { (shard) throws(RegistryError) in try shard.currentTrace() }
     }
 
+    /// The events every shard's trace holds now, summed, without copying them; `nil` when no
+    /// shard is recording. See `TaskRegistry.traceEventCount()`.
+    ///
+    /// - Throws: `RegistryError.shutDown` when a shard's loop has shut down.
+    /// - Note: May be called from any task.
+    public func traceEventCount() async throws(RegistryError) -> Int? {
+        var total: Int?
+        for shard in shards {
+            if let count = try await Self.onLoop(of: shard, { (shard) throws(RegistryError) in
+                try shard.traceEventCount()
+            }) {
+                total = (total ?? 0) + count
+            }
+        }
+        return total
+    }
+
     /// Stops every shard's trace and returns them merged; `nil` when no shard was recording.
     ///
     /// - Throws: `RegistryError.shutDown` when a shard's loop has shut down.

@@ -36,6 +36,17 @@ extension TaskRegistry {
             endTime: loop.now.nanoseconds)
     }
 
+    /// The number of events the trace holds now (at most its capacity), without copying
+    /// them; `nil` when not recording. O(1): a caller can refuse a trace too large to send
+    /// before it copies or renders anything.
+    ///
+    /// - Throws: `RegistryError.calledOffLoopThread` off the loop thread.
+    /// - Note: Loop thread only; never traps.
+    public func traceEventCount() throws(RegistryError) -> Int? {
+        guard loop.inLoop else { throw .calledOffLoopThread }
+        return core.trace?.count
+    }
+
     /// Stops recording and returns the trace; `nil` when not recording.
     ///
     /// - Throws: `RegistryError.calledOffLoopThread` off the loop thread.

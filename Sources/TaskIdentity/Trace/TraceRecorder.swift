@@ -11,6 +11,8 @@ final class TraceRecorder {
     /// Where the next event goes once the ring is full: its oldest.
     private var next = 0
     private(set) var dropped: UInt64 = 0
+    /// The events kept now. O(1).
+    var count: Int { ring.count }
 
     /// - Precondition: `capacity` ≥ 1 (checked by the public entry point).
     init(capacity: Int) {

@@ -10,11 +10,10 @@ extension RegistryServer {
     /// `TASK.TRACE START [capacity]` starts recording on every shard (a new, empty trace;
     /// `capacity` events per shard, 65,536 by default) and replies `OK`. `TASK.TRACE DUMP`
     /// replies the trace so far as Trace Event JSON (a bulk string), recording on;
-    /// `TASK.TRACE STOP` replies it and stops. Both reply null when not recording. Save one
-    /// with `redis-cli --raw TASK.TRACE STOP > trace.json`; a trace larger than the client's
-    /// output limit (8 MiB) ends the connection: record a large one with `--trace FILE`. The
-    /// JSON is made on the front loop, whose other clients wait meanwhile (tens of
-    /// milliseconds for a full default ring).
+    /// `TASK.TRACE STOP` replies the same and then stops. Both reply null when not recording.
+    /// A trace that would not fit the client's output limit is refused with an error before
+    /// anything is copied or sent, and recording goes on (see `replyTrace`). The JSON is made
+    /// off the loops: other clients never wait for it.
     func traceCommand(_ arguments: [ArraySlice<UInt8>], version: RESPVersion, into out: inout [UInt8]) async throws {
         let subcommand = Self.commandName(arguments[0])
         switch (subcommand, arguments.count) {
@@ -33,12 +32,7 @@ extension RegistryServer {
             try await registry.startTrace(capacity: capacity)
             RESPReply.simple("OK", into: &out)
         case ("DUMP", 1), ("STOP", 1):
-            let trace = subcommand == "STOP" ? try await registry.stopTrace() : try await registry.currentTrace()
-            if let trace {
-                RESPReply.bulk(trace.json().utf8, into: &out)
-            } else {
-                RESPReply.null(version, into: &out)
-            }
+            try await replyTrace(stopping: subcommand == "STOP", version: version, into: &out)
         case ("START", _), ("DUMP", _), ("STOP", _):
             RESPReply.error(
                 "ERR wrong number of arguments for 'task.trace|\(subcommand.lowercased())' command", into: &out)
@@ -47,5 +41,47 @@ extension RegistryServer {
                 "ERR unknown subcommand '\(String(decoding: arguments[0].prefix(128), as: UTF8.self))'. Try START, DUMP or STOP.",
                 into: &out)
         }
+    }
+
+    /// The fewest reply bytes a trace event is counted at before the trace is copied: a
+    /// trace of more than `maxOutputBytes / traceBytesPerEvent` events (131,072 at the
+    /// default 8 MiB) is refused at once. A rendered event takes about 110 bytes. Any thread.
+    static let traceBytesPerEvent = 64
+
+    /// Replies the trace for `DUMP` (and for `STOP`, which then stops it), or an error when it
+    /// would not fit the client's output limit: first by its event count, before anything is
+    /// copied, then by its JSON's size. A refused trace goes on recording, so a refused `STOP`
+    /// loses nothing. The events are copied on each shard's loop (at most the count above);
+    /// merging them and making the JSON happen on the global executor. Front loop only.
+    private func replyTrace(stopping: Bool, version: RESPVersion, into out: inout [UInt8]) async throws {
+        let room = configuration.maxOutputBytes - out.count
+        guard let count = try await registry.traceEventCount() else {
+            RESPReply.null(version, into: &out)
+            return
+        }
+        let advice = "recording goes on: save a trace this large with --trace FILE, or START one of fewer events"
+        let maxEvents = room / Self.traceBytesPerEvent
+        guard count <= maxEvents else {
+            RESPReply.error(
+                "ERR the trace holds \(count) events, more than the \(maxEvents) a reply within the client "
+                    + "output limit (\(configuration.maxOutputBytes) bytes) may hold; \(advice)", into: &out)
+            return
+        }
+        let registry = self.registry
+        let json = try await Task.detached { try await registry.currentTrace()?.json() }.value
+        guard let json else {
+            RESPReply.null(version, into: &out)  // stopped by another client meanwhile
+            return
+        }
+        // A bulk string's header and ending: `$<length>\r\n` and `\r\n`.
+        let replyBytes = json.utf8.count + String(json.utf8.count).utf8.count + 5
+        guard replyBytes <= room else {
+            RESPReply.error(
+                "ERR the trace is \(replyBytes) bytes as JSON, more than the client output limit "
+                    + "(\(configuration.maxOutputBytes) bytes); \(advice)", into: &out)
+            return
+        }
+        if stopping { _ = try await Task.detached { try await registry.stopTrace() }.value }
+        RESPReply.bulk(json.utf8, into: &out)
     }
 }

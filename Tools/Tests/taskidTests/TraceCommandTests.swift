@@ -46,6 +46,45 @@ struct TraceCommandTests {
         }
     }
 
+    /// A trace too large for the client's output limit is refused with an error before
+    /// anything is sent, by its event count or by its JSON's size, and goes on recording: a
+    /// refused STOP loses nothing, and the connection stays open.
+    @Test func aTraceLargerThanTheOutputLimitIsRefusedAndKept() async throws {
+        try await withServer({
+            $0.maxOutputBytes = 8 * 1024  // room for 128 events by count
+            $0.work = .sleep(milliseconds: 60_000)
+        }) { server, clientLoop in
+            let client = TestClient(loop: clientLoop, port: server.port)
+            try await client.connect()
+            // At least one event a SET (its declaration): 200 events, more than 128.
+            try await client.send("TASK.TRACE START\r\n")
+            #expect(try await client.replies(1) == ["+OK"])
+            try await client.send((0..<200).map { "SET k\($0) 1\r\n" }.joined())
+            #expect(try await client.replies(200) == Array(repeating: "+OK", count: 200))
+            try await client.send("TASK.TRACE DUMP\r\nTASK.TRACE STOP\r\nTASK.TRACE DUMP\r\n")
+            let byCount = try await client.replies(3)
+            for reply in byCount {
+                #expect(reply.hasPrefix("-ERR the trace holds "), "\(reply)")
+                #expect(reply.contains("recording goes on"))
+            }
+            // 120 events fit the count, but not as JSON (about 110 bytes each).
+            try await client.send("TASK.TRACE START 120\r\n")
+            #expect(try await client.replies(1) == ["+OK"])
+            try await client.send((0..<200).map { "SET j\($0) 1\r\n" }.joined())
+            #expect(try await client.replies(200) == Array(repeating: "+OK", count: 200))
+            try await client.send("TASK.TRACE STOP\r\nTASK.TRACE DUMP\r\n")
+            for reply in try await client.replies(2) {
+                #expect(reply.hasPrefix("-ERR the trace is "), "\(reply)")
+            }
+            // A small trace still goes through the same connection, and STOP then stops it.
+            try await client.send("TASK.TRACE START 5\r\nSET small 1\r\nTASK.TRACE STOP\r\nTASK.TRACE DUMP\r\n")
+            let small = try await client.replies(4)
+            #expect(small[0...1] == ["+OK", "+OK"])
+            #expect(small[2].contains("\"traceEvents\""))
+            #expect(small[3] == "nil")
+        }
+    }
+
     @Test func startDumpAndStopFromAClient() async throws {
         try await withServer({
             $0.loops = 2
