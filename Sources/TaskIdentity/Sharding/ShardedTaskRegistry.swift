@@ -273,11 +273,9 @@ public final class ShardedTaskRegistry<Key: Hashable & Sendable>: Sendable {
     public func traceEventCount() async throws(RegistryError) -> Int? {
         var total: Int?
         for shard in shards {
-            if let count = try await Self.onLoop(of: shard, { (shard) throws(RegistryError) in
-                try shard.traceEventCount()
-            }) {
-                total = (total ?? 0) + count
+            let count = try await Self.onLoop(of: shard) { (shard) throws(RegistryError) in try shard.traceEventCount()
             }
+            if let count { total = (total ?? 0) + count }
         }
         return total
     }
