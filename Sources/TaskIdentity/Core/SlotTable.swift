@@ -63,12 +63,7 @@ struct SlotTable<Key: Hashable & Sendable> {
     /// while their key is `key`), or `nil`.
     @inlinable
     func first(for key: Key) -> Record? {
-        var next = head(of: bucket(forHash: key.hashValue))
-        while let record = next {
-            if record.key == key { return record }
-            next = record.nextInBucket
-        }
-        return nil
+        first(inBucket: bucket(forHash: key.hashValue), key: key)
     }
 
     /// The record of task `name` of slot `key`, or `nil`.
@@ -108,6 +103,7 @@ struct SlotTable<Key: Hashable & Sendable> {
         return isNewSlot
     }
 
+    /// The first record of slot `key` in `bucket` (the key's bucket), or `nil`.
     @inlinable
     func first(inBucket bucket: Int, key: Key) -> Record? {
         var next = head(of: bucket)
