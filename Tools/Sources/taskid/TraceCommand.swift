@@ -8,7 +8,8 @@ extension RegistryServer {
     static let traceCapacities = 1...(1 << 26)
 
     /// `TASK.TRACE START [capacity]` starts recording on every shard (a new, empty trace;
-    /// `capacity` events per shard, 65,536 by default) and replies `OK`. `TASK.TRACE DUMP`
+    /// `capacity` events per shard; by default `clientTraceEvents` in all, split over the
+    /// shards, so that a full trace fits a reply) and replies `OK`. `TASK.TRACE DUMP`
     /// replies the trace so far as Trace Event JSON (a bulk string), recording on;
     /// `TASK.TRACE STOP` replies the same and then stops. Both reply null when not recording.
     /// A trace that would not fit the client's output limit is refused with an error before
@@ -18,7 +19,7 @@ extension RegistryServer {
         let subcommand = Self.commandName(arguments[0])
         switch (subcommand, arguments.count) {
         case ("START", 1), ("START", 2):
-            var capacity = RegistryTrace.defaultCapacity
+            var capacity = max(1, Self.clientTraceEvents / registry.shards.count)
             if arguments.count == 2 {
                 guard let value = Int(String(decoding: arguments[1], as: UTF8.self)),
                     Self.traceCapacities.contains(value)
@@ -42,6 +43,11 @@ extension RegistryServer {
                 into: &out)
         }
     }
+
+    /// The events `TASK.TRACE START` records in all, over every shard, when not told: a full
+    /// trace of them is about 4 MB of JSON (about 130 bytes an event with redis-benchmark's
+    /// keys), within the default 8 MiB output limit, so `DUMP` and `STOP` can send it. Any thread.
+    static let clientTraceEvents = 32_768
 
     /// The fewest reply bytes a trace event is counted at before the trace is copied: a
     /// trace of more than `maxOutputBytes / traceBytesPerEvent` events (131,072 at the
