@@ -84,12 +84,14 @@ public final class UVTimer: LoopTimer {
                 loop.runAfterTimerPhase { [weak self] in
                     guard let self, self.deferredStart, let handle = self.handle else { return }
                     self.deferredStart = false
+                    self.loop.forgetTimerPhaseNow()
                     uv_timer_start(handle, uvTimerFired, 0, 0)
                 }
             }
             return
         }
         deferredStart = false
+        if !loop.inTimerPhase { loop.forgetTimerPhaseNow() }
         uv_timer_start(handle, uvTimerFired, timeout, 0)
     }
 

@@ -1,3 +1,4 @@
+import CLibUV
 import Testing
 
 @testable import UVLoop
@@ -17,6 +18,23 @@ struct UVTimerTests {
                 try keep(try loop.makeUVTimer { done() }).start(after: .milliseconds(5))
             }
             #expect(fired.value == 1)
+        }
+    }
+
+    /// The clock reading a timer phase judges deadlines by is kept for one loop millisecond;
+    /// a timer armed after it, for "now", must not be judged by it (it would wait one more
+    /// millisecond: every benchmark turn did, at a quarter of the speed).
+    @Test func aTimerArmedBetweenTimerPhasesIsJudgedByAFreshReading() async throws {
+        try await withStartedLoop { loop in
+            let keep = Keep(loop)
+            try await onLoop(loop) { done in
+                _ = loop.timerPhaseNow()  // as a timer phase of this millisecond did
+                let timer = keep(try loop.makeUVTimer {})
+                let armedAt = uv_hrtime()
+                try timer.start(after: .zero)
+                #expect(loop.timerPhaseNow() >= armedAt, "the next timer phase reads the clock again")
+                try keep(try loop.makeUVTimer { done() }).start(after: .milliseconds(2))
+            }
         }
     }
 
