@@ -155,7 +155,7 @@ struct ChurnBench: ParsableCommand {
                         loop: loop, source: source, batch: loopBatch, ledger: ledger.parts[index],
                         shards: ledger.parts.count, label: "churn registry",
                         change: { slot, generation in try! declare(registry, slot: slot, generation: generation) },
-                        quiesce: { done in awaitQuiescence(registry, loop, done) }
+                        quiesce: { done in awaitQuiescence(registry, loop, debounce: debounce, done) }
                     ) { finished.leave() }
                 }
             }
@@ -206,7 +206,9 @@ struct ChurnBench: ParsableCommand {
             posted.wait()
             try blockOn { await sharded.flush() }
             for (index, registry) in shards.enumerated() {
-                try runOnLoop(group.loops[index]) { done in awaitQuiescence(registry, group.loops[index], done) }
+                try runOnLoop(group.loops[index]) { done in
+                    awaitQuiescence(registry, group.loops[index], debounce: debounce, done)
+                }
             }
         }
         try common.tracing.write(shards, on: group.loops)
@@ -301,9 +303,15 @@ struct ChurnBench: ParsableCommand {
 }
 
 /// Waits (on the loop) until every declared identity has started and every action has ended.
-func awaitQuiescence<Key>(_ registry: TaskRegistry<Key>, _ loop: UVLoop, _ done: @escaping @Sendable () -> Void) {
+///
+/// Polls every `period`: the last windows close a debounce after the last change, so a run
+/// with a long debounce (W2 under callgrind: 30 s) polls a debounce/64, not every millisecond;
+/// otherwise how long the wait takes would decide how many polls its instruction count holds.
+func awaitQuiescence<Key>(
+    _ registry: TaskRegistry<Key>, _ loop: UVLoop, debounce: Duration = .zero, _ done: @escaping @Sendable () -> Void
+) {
     pollOnLoop(
-        loop,
+        loop, every: max(.milliseconds(1), debounce / 64),
         until: {
             let counters = try! registry.counters  // on the loop thread
             return counters.runningActions == 0 && counters.liveGenerations == 0
