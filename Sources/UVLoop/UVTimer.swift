@@ -3,9 +3,10 @@ import CLibUV
 /// A one-shot libuv timer (`uv_timer_t`), allocated once and re-armed without allocating.
 ///
 /// `start(at:)` never fires before its deadline: libuv counts in whole milliseconds of loop
-/// time, so the deadline is rounded up, and the callback re-checks `uv_hrtime` (read once per
-/// turn, so that equal deadlines fire in start order) and waits one more millisecond in the
-/// rare case the loop's cached time ran ahead of the deadline's.
+/// time, so the deadline is rounded up, and the callback re-checks `uv_hrtime` (one reading
+/// shared by the timers of a timer phase, so that equal deadlines fire in start order; read
+/// again after a timer is armed between phases) and waits one more millisecond in the rare case
+/// the loop's cached time ran ahead of the deadline's.
 /// For example, a timer started at 10.2 ms for 5 ms (deadline 15.2 ms) fires at the first loop
 /// turn whose time is 16 ms or later.
 ///

@@ -1,7 +1,7 @@
 /// The registry's slot table: every task record, found by its slot's key and its name.
 ///
-/// A hash table that grows and shrinks one bucket at a time (linear hashing), so that no
-/// declaration or removal moves more than one bucket's records. A Swift `Dictionary` rehashes
+/// A hash table that grows and shrinks one bucket at a time (linear hashing): a declaration
+/// splits at most one bucket, and a removal merges back one bucket per record it removes. A Swift `Dictionary` rehashes
 /// every entry when it doubles, which stopped the loop for 0.3 s at 800k slots and 3 s at 3.1M
 /// (docs/SCALING.md, before this table). Buckets live in segments of a fixed size, so growing
 /// never copies more than the small directory of segments, and a new segment is reserved, not

@@ -138,6 +138,7 @@ struct RegistryRelease<Key: Hashable & Sendable>: @unchecked Sendable {
             while let record = next {
                 core.remove(record, reason: .registryShutDown)
                 next = record.nextInBucket
+                record.nextInBucket = nil
             }
             core.counters.liveSlots &-= 1
         }

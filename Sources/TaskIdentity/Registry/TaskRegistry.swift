@@ -307,7 +307,10 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
             if record.state.endingRuns > 0 && reason == .removed {
                 removedRunning[ObserverKey(key: key, name: record.name)] = record
             }
+            // Unlinked as it goes: a record whose runs outlive it must not keep the slot's
+            // later records alive.
             next = record.nextInBucket
+            record.nextInBucket = nil
         }
     }
 

@@ -9,6 +9,9 @@ struct ClientSession {
     var name: [UInt8]?
     /// Outside a transaction, queuing one, or in one that `EXEC` will abort.
     var transaction = TransactionState.none
+    /// Reply bytes queued on the connection and not yet sent when the current command began,
+    /// which count against the output limit with its reply (`TASK.TRACE`).
+    var unsentReplyBytes = 0
 
     init(id: UInt64) { self.id = id }
 

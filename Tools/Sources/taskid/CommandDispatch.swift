@@ -176,7 +176,8 @@ extension RegistryServer {
                     RESPReply.null(version, into: &out)
                 }
             case "TASK.TRACE":
-                try await traceCommand(Array(arguments), version: version, into: &out)
+                try await traceCommand(
+                    Array(arguments), version: version, unsentBytes: session.unsentReplyBytes, into: &out)
             case "INFO":
                 RESPReply.verbatimText(try await info(), version, into: &out)
             case "COMMAND":

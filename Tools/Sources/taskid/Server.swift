@@ -33,7 +33,7 @@ final class RegistryServer: Sendable {
 
     /// Listener, clients and the accept loop: touched per connection, never per request, so
     /// the thread check of `LoopBound` costs nothing that matters.
-    private let front: LoopBound<FrontLoopState>
+    let front: LoopBound<FrontLoopState>
     /// The bound port, 0 before `start`; read by tests and INFO from other threads.
     private let boundPort = Atomic<Int>(0)
     /// Keeps other clients' commands out of a running `EXEC` when commands can suspend (reads
@@ -251,6 +251,7 @@ final class RegistryServer: Sendable {
                 if !session.isQueuing && executeSET(request, into: &output) {
                     if executedThisTurn < Self.requestsPerTurn { continue }
                 } else {
+                    session.unsentReplyBytes = connection.queuedWriteBytes
                     keepOpen = await execute(request, session: &session, into: &output)
                     guard executedThisTurn >= Self.requestsPerTurn || output.count >= Self.replyBytesPerTurn else {
                         continue
@@ -365,4 +366,8 @@ struct FrontLoopState {
     /// Requests executed so far, counted per turn (INFO's `total_commands_processed`).
     var commandsProcessed = 0
     var stopping = false
+    /// A `TASK.TRACE DUMP` or `STOP` reply is being made (it awaits the shards and a render
+    /// off the loop): other `TASK.TRACE` commands are refused meanwhile, so that none starts,
+    /// dumps or stops the trace between its size check and its stop.
+    var traceReplyInProgress = false
 }

@@ -15,8 +15,14 @@ extension RegistryServer {
     /// A trace that would not fit the client's output limit is refused with an error before
     /// anything is copied or sent, and recording goes on (see `replyTrace`). The JSON is made
     /// off the loops: other clients never wait for it.
-    func traceCommand(_ arguments: [ArraySlice<UInt8>], version: RESPVersion, into out: inout [UInt8]) async throws {
+    func traceCommand(
+        _ arguments: [ArraySlice<UInt8>], version: RESPVersion, unsentBytes: Int, into out: inout [UInt8]
+    ) async throws {
         let subcommand = Self.commandName(arguments[0])
+        if front.value.traceReplyInProgress && ["START", "DUMP", "STOP"].contains(subcommand) {
+            RESPReply.error("ERR another client's TASK.TRACE DUMP or STOP is being answered; try again", into: &out)
+            return
+        }
         switch (subcommand, arguments.count) {
         case ("START", 1), ("START", 2):
             var capacity = max(1, Self.clientTraceEvents / registry.shards.count)
@@ -33,7 +39,9 @@ extension RegistryServer {
             try await registry.startTrace(capacity: capacity)
             RESPReply.simple("OK", into: &out)
         case ("DUMP", 1), ("STOP", 1):
-            try await replyTrace(stopping: subcommand == "STOP", version: version, into: &out)
+            front.value.traceReplyInProgress = true
+            defer { front.value.traceReplyInProgress = false }
+            try await replyTrace(stopping: subcommand == "STOP", version: version, unsentBytes: unsentBytes, into: &out)
         case ("START", _), ("DUMP", _), ("STOP", _):
             RESPReply.error(
                 "ERR wrong number of arguments for 'task.trace|\(subcommand.lowercased())' command", into: &out)
@@ -45,22 +53,26 @@ extension RegistryServer {
     }
 
     /// The events `TASK.TRACE START` records in all, over every shard, when not told: a full
-    /// trace of them is about 4 MB of JSON (about 130 bytes an event with redis-benchmark's
-    /// keys), within the default 8 MiB output limit, so `DUMP` and `STOP` can send it. Any thread.
+    /// trace of them is about 4 MB of JSON (110 to 130 bytes an event), within the default
+    /// 8 MiB output limit, so `DUMP` and `STOP` can send it. Any thread.
     static let clientTraceEvents = 32_768
 
     /// The fewest reply bytes a trace event is counted at before the trace is copied: a
     /// trace of more than `maxOutputBytes / traceBytesPerEvent` events (131,072 at the
-    /// default 8 MiB) is refused at once. A rendered event takes about 110 bytes. Any thread.
+    /// default 8 MiB) is refused at once. A rendered event takes 110 to 130 bytes. Any thread.
     static let traceBytesPerEvent = 64
 
     /// Replies the trace for `DUMP` (and for `STOP`, which then stops it), or an error when it
-    /// would not fit the client's output limit: first by its event count, before anything is
-    /// copied, then by its JSON's size. A refused trace goes on recording, so a refused `STOP`
-    /// loses nothing. The events are copied on each shard's loop (at most the count above);
+    /// would not fit the client's output limit (less what is still unsent on the connection):
+    /// first by its event count, before anything is copied, then by its JSON's size. A refused
+    /// trace goes on recording, so a refused `STOP` loses nothing. `STOP` replies the trace as
+    /// `DUMP` took it, then stops: events recorded while its reply is made are not kept. The events are copied on each shard's loop (at most the count above);
     /// merging them and making the JSON happen on the global executor. Front loop only.
-    private func replyTrace(stopping: Bool, version: RESPVersion, into out: inout [UInt8]) async throws {
-        let room = configuration.maxOutputBytes - out.count
+    private func replyTrace(
+        stopping: Bool, version: RESPVersion, unsentBytes: Int, into out: inout [UInt8]
+    ) async throws {
+        // Replies still unsent on the connection count against the limit with this one.
+        let room = max(0, configuration.maxOutputBytes - unsentBytes - out.count)
         guard let count = try await registry.traceEventCount() else {
             RESPReply.null(version, into: &out)
             return
