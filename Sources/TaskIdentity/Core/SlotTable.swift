@@ -66,10 +66,11 @@ struct SlotTable<Key: Hashable & Sendable> {
         first(inBucket: bucket(forHash: key.hashValue), key: key)
     }
 
-    /// The record of task `name` of slot `key`, or `nil`.
+    /// The record of task `name` of slot `key`, or `nil`. `hash` is `key.hashValue`, for a
+    /// caller that inserts the key next (`insert(_:hash:)`) and so hashes it once.
     @inlinable
-    func record(for key: Key, name: TaskName) -> Record? {
-        guard let first = first(for: key) else { return nil }
+    func record(for key: Key, name: TaskName, hash: Int? = nil) -> Record? {
+        guard let first = first(inBucket: bucket(forHash: hash ?? key.hashValue), key: key) else { return nil }
         if first.name == name { return first }
         var next = first.nextInBucket
         while let candidate = next, candidate.key == key {
@@ -81,12 +82,12 @@ struct SlotTable<Key: Hashable & Sendable> {
 
     /// Adds `record`, whose task must not be in the table: after its slot's last record, or
     /// first in its bucket for a new slot. Then splits one bucket if the table holds more
-    /// records than buckets.
+    /// records than buckets. `hash`, when given, is the record's `key.hashValue`.
     ///
     /// - Returns: whether the record opened a new slot.
     @inlinable @discardableResult
-    mutating func insert(_ record: Record) -> Bool {
-        let bucket = bucket(forHash: record.key.hashValue)
+    mutating func insert(_ record: Record, hash: Int? = nil) -> Bool {
+        let bucket = bucket(forHash: hash ?? record.key.hashValue)
         let isNewSlot: Bool
         if var last = first(inBucket: bucket, key: record.key) {
             while let next = last.nextInBucket, next.key == record.key { last = next }

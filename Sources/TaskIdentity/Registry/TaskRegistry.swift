@@ -237,7 +237,9 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
     ) {
         // A declaration with an explicit identity replaces an observed one: its tracking ends.
         if !observations.isEmpty && !observed { stopObserving(ObserverKey(key: key, name: name)) }
-        let existing = record(key, name)
+        // One hash for the look-up and, for a new task, its insertion.
+        let hash = key.hashValue
+        let existing = slots.record(for: key, name: name, hash: hash)
         let options: TaskOptions
         if let existing,
             (template != nil && existing.options.template === template) || existing.options.values == values
@@ -261,7 +263,7 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
         {
             core.inherit(record, endingRunsOf: previous)
         }
-        if slots.insert(record) { core.counters.liveSlots &+= 1 }
+        if slots.insert(record, hash: hash) { core.counters.liveSlots &+= 1 }
         if !phaseStreams.observers.isEmpty {
             record.hasObservers = phaseStreams.observers[ObserverKey(key: key, name: name)] != nil
         }
