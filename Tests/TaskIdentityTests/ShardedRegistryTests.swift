@@ -65,6 +65,22 @@ struct ShardedRegistryTests {
         try group.syncShutdown()
     }
 
+    @Test func theTraceEventCountSumsTheShards() async throws {
+        let group = try UVLoopGroup(loops: 2)
+        let registry = ShardedTaskRegistry<Int>(group: group, shardHash: { $0 })
+        #expect(try await registry.traceEventCount() == nil)
+        try await registry.startTrace(capacity: 2)
+        #expect(try await registry.traceEventCount() == 0)
+        // Three declarations a shard, each recorded: both rings full at 2.
+        for key in 0..<6 { try registry.task(key, id: 1, debounce: .seconds(60)) { _ in } }
+        await registry.flush()
+        #expect(try await registry.traceEventCount() == 4)
+        #expect(try await registry.stopTrace()?.eventCount == 4)
+        #expect(try await registry.traceEventCount() == nil)
+        await registry.shutdown()
+        try group.syncShutdown()
+    }
+
     @Test func onShardRunsOnTheKeysLoopWithItsShard() async throws {
         let group = try UVLoopGroup(loops: 2)
         let registry = ShardedTaskRegistry<Int>(group: group, shardHash: { $0 })

@@ -113,6 +113,26 @@ struct TraceTests {
         #expect(kept.eventCount == 5)
         #expect(kept.droppedEvents == UInt64(all.eventCount - 5))
         #expect(kept.lines == Array(all.lines.suffix(5)))
+        // The count without a copy: nil when not recording, the events kept (at most the
+        // capacity) while recording, off the loop a typed error.
+        #expect(try h.registry.traceEventCount() == nil)
+        try h.registry.startTrace(capacity: 3)
+        #expect(try h.registry.traceEventCount() == 0)
+        try h.registry.task("x", id: 1) { _ in }
+        let afterOne = try #require(try h.registry.traceEventCount())
+        #expect(afterOne >= 1 && afterOne <= 3)
+        try searchAsYouType(h.registry, h.loop)
+        #expect(try h.registry.traceEventCount() == 3)
+        #expect(try h.registry.currentTrace()?.eventCount == 3)
+        let registry = h.registry
+        let offLoop = PlainThread { () -> RegistryError? in
+            do throws(RegistryError) {
+                _ = try registry.traceEventCount()
+                return nil
+            } catch { return error }
+        }
+        #expect(offLoop.join() == .calledOffLoopThread)
+        _ = try h.registry.stopTrace()
         #expect(kept.json().contains("\"\(all.eventCount - 5) earlier events dropped\""))
         let parsed = try TraceJSON(kept.json())
         #expect(parsed.other["droppedEvents"] as? Int == all.eventCount - 5)
