@@ -50,7 +50,8 @@ public final class UVTimer: LoopTimer {
         try arm(deadline: LoopInstant(nanoseconds: now).advanced(by: delay).nanoseconds, now: now)
     }
 
-    /// Arms the timer for `deadline`, never firing before it; re-arms it if it is running.
+    /// Arms the timer for `deadline`, never firing before it; re-arms it if it is running. A
+    /// deadline already passed fires within a millisecond, after timers started earlier for it.
     ///
     /// - Throws: `LoopError.handleClosed` after `close()`, `.shutDown` after the loop's shutdown.
     /// - Note: Loop thread only (checked: traps elsewhere while the timer is open).
@@ -63,11 +64,14 @@ public final class UVTimer: LoopTimer {
         guard let handle else { throw closedError("UVTimer.start") }
         loop.preconditionInLoop()
         self.deadline = deadline
-        // A deadline already reached fires on the next turn. Otherwise round it up to a whole
-        // millisecond of loop time (libuv's unit, and never earlier than the deadline); huge
-        // deadlines saturate (libuv clamps loop time + timeout to UINT64_MAX itself).
+        // A deadline of now (`start(after: .zero)`) fires on the next turn. Any other is
+        // rounded up to a whole millisecond of loop time (libuv's unit, and never earlier than
+        // the deadline), one already passed too: a timer started after its deadline passed is
+        // then due with the timers started earlier for the same deadline, and after them
+        // (libuv orders equal due times by start), instead of before them at the loop's older
+        // cached time. Huge deadlines saturate (libuv clamps loop time + timeout itself).
         let timeout: UInt64
-        if deadline <= now {
+        if deadline == now {
             timeout = 0
         } else {
             let deadlineMilliseconds = deadline / 1_000_000 + (deadline % 1_000_000 == 0 ? 0 : 1)

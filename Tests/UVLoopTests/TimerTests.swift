@@ -38,6 +38,24 @@ struct UVTimerTests {
         }
     }
 
+    /// Equal deadlines fire in start order even when the later start comes after the deadline
+    /// has passed (a slow turn): it used to be due at the loop's older cached time, before the
+    /// timer started first (the conformance suite saw it under TSan).
+    @Test func aTimerStartedAfterItsDeadlinePassedFiresAfterOnesStartedBeforeIt() async throws {
+        try await withStartedLoop { loop in
+            let keep = Keep(loop)
+            let order = LoopConfined<[String]>([])
+            try await onLoop(loop) { done in
+                let deadline = loop.now.advanced(by: .milliseconds(3))
+                try keep(try loop.makeUVTimer { order.value.append("first") }).start(at: deadline)
+                while loop.now < deadline {}  // this turn outlasts the deadline
+                try keep(try loop.makeUVTimer { order.value.append("second") }).start(at: deadline)
+                try keep(try loop.makeUVTimer { done() }).start(after: .milliseconds(20))
+            }
+            #expect(order.value == ["first", "second"])
+        }
+    }
+
     @Test func hugeTimeoutDoesNotOverflow() async throws {
         try await withStartedLoop { loop in
             let fired = LoopConfined(0)
