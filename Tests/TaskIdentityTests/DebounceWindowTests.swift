@@ -69,4 +69,51 @@ struct DebounceWindowTests {
         #expect(log.take() == [])
         h.finish()
     }
+
+    /// Random declarations (two delays, so records move between lists), removals and
+    /// advances of virtual time against a model of when each window closes; the lists' links
+    /// are walked after every step. A broken link would run a window twice, never, or late;
+    /// the nodes are reused (the free list) and dropped whenever a list empties.
+    @Test func randomChangesAcrossTwoDelaysCloseEachWindowOnceOnTime() throws {
+        let h = RegistryHarness<Int>()
+        let (loop, registry, log) = (h.loop, h.registry, h.log)
+        func work(_ milliseconds: Int) throws -> TaskTemplate<Int> {
+            try .synchronous(debounce: .milliseconds(milliseconds)) { key, context in
+                log.add("\(key):\(context.id(as: Int.self)!) at \(loop.now.nanoseconds / 1_000_000)")
+            }
+        }
+        let delays = [5, 13]
+        let templates = try delays.map(work)
+        var pending: [Int: (id: Int, due: Int)] = [:]
+        var random = SplitMix64(state: 33)
+        var nextID = 0
+        for _ in 0..<6_000 {
+            let now = Int(loop.now.nanoseconds / 1_000_000)
+            let key = random.below(12)
+            switch random.below(10) {
+            case 0..<6:
+                nextID += 1
+                let which = random.below(2)
+                try registry.task(key, id: nextID, template: templates[which])
+                pending[key] = (nextID, now + delays[which])
+            case 6:
+                try registry.remove(key)
+                pending[key] = nil
+            default:
+                let step = random.below(8)
+                loop.advance(ms: step)
+                let closed = pending.filter { $0.value.due <= now + step }
+                for key in closed.keys { pending[key] = nil }
+                let expected = closed.map { "\($0.key):\($0.value.id) at \($0.value.due)" }
+                #expect(log.take().sorted() == expected.sorted())
+            }
+            let lists = registry.core.debounceWindows.values.map { $0.brokenInvariant() }
+            #expect(lists.compactMap { $0 } == [])
+        }
+        loop.advance(ms: 13)
+        #expect(log.take().count == pending.count)
+        let linked = registry.core.debounceWindows.values.map(\.count)
+        #expect(linked == [0, 0])
+        h.finish()
+    }
 }

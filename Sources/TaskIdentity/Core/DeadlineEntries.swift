@@ -1,9 +1,3 @@
-/// A debounce window's entry: valid only while the record still waits for that deadline.
-struct DebounceEntry: DeadlineEntry {
-    let record: AnyTaskRecord
-    let deadline: UInt64
-}
-
 /// A progress delay's entry: valid only while that generation is still the running one.
 struct ProgressEntry: DeadlineEntry {
     let record: AnyTaskRecord

@@ -1,7 +1,8 @@
 import TaskLoopCore
 
-/// Deadlines that all lie one fixed `delay` after the moment they were set: debounce windows,
-/// progress delays and synchronous runs' delays. Such deadlines arrive in order, so a FIFO replaces a heap: pushing is
+/// Deadlines that all lie one fixed `delay` after the moment they were set: progress delays
+/// and synchronous runs' delays (debounce windows, re-armed on every change, have their own
+/// list: `DebounceWindows`). Such deadlines arrive in order, so a FIFO replaces a heap: pushing is
 /// O(1) and allocation-free, and the whole queue needs one loop timer.
 ///
 /// Re-arming a record pushes a new entry and leaves the old one in place: an entry is checked
@@ -18,8 +19,7 @@ import TaskLoopCore
 /// Loop thread only.
 final class DeadlineQueue<Entry: DeadlineEntry> {
     let delayNanoseconds: UInt64
-    // Entries carry their own deadline: a (deadline, entry) tuple would double the ring's
-    // stride for debounce entries (measured in the 1M-slot footprint run).
+    // Entries carry their own deadline, beside fields of their own of the same alignment.
     // @exclusivity(unchecked), these three: loop thread only, and no access is held across a
     // call that could reach the queue again; no dynamic check per push (docs/safety.md).
     @exclusivity(unchecked) private var entries = ChunkedQueue<Entry>()

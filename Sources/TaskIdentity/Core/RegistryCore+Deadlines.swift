@@ -4,11 +4,10 @@ import TaskLoopCore
 extension RegistryCore {
     // MARK: - Deadlines
 
-    func debounceDue(_ entry: DebounceEntry) {
-        let record = entry.record
+    func debounceDue(_ record: AnyTaskRecord) {
         let wasHeld = record.state.pending
         let effects = record.state.debounceDue(
-            deadline: entry.deadline, gate: gate(record))
+            deadline: record.state.debounceDeadline, gate: gate(record))
         traceWindowClosed(record, wasHeld: wasHeld, effects)
         carryOut(effects, on: record)
     }

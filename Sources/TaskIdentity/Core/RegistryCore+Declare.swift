@@ -29,7 +29,11 @@ extension RegistryCore {
             return
         }
         record.identity = identity
-        record.options = options
+        if record.options !== options {
+            // Its window, if open, belongs to the old delay's list.
+            record.options.debounceWindows?.remove(record)
+            record.options = options
+        }
         record.pendingAction = body
         if record.state.phase == .failed { failures[ObjectIdentifier(record)] = nil }
         let now: UInt64? = options.debounceNanoseconds > 0 ? unretainedLoop.now.nanoseconds : nil
@@ -60,8 +64,8 @@ extension RegistryCore {
         switch effects.next {
         case .none, .waitForPrevious:
             break
-        case .waitForDebounce(let deadline):
-            record.options.debounceQueue!.push(DebounceEntry(record: record, deadline: deadline))
+        case .waitForDebounce:
+            record.options.debounceWindows!.open(record)
         case .waitForThrottle(let until):
             armThrottle(record, until: until)
         case .queueStart:

@@ -11,10 +11,10 @@ extension RegistryCore {
 
     /// Closes the deadline queues and throttle timers (after every record was removed).
     func closeTimers() {
-        for queue in debounceQueues.values { queue.close() }
+        for windows in debounceWindows.values { windows.close() }
         for queue in progressQueues.values { queue.close() }
         for queue in synchronousQueues.values { queue.close() }
-        debounceQueues = [:]
+        debounceWindows = [:]
         progressQueues = [:]
         synchronousQueues = [:]
         optionsTable = [:]

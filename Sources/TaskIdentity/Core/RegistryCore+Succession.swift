@@ -40,6 +40,9 @@ extension RegistryCore {
             precondition(
                 (record.pendingAction != nil) == (record.state.pending != .none),
                 "BUG DETECTED: pending action and pending stage disagree in \(record.state)")
+            precondition(
+                record.windowNode == 0 || record.options.debounceWindows != nil,
+                "BUG DETECTED: a record linked into the debounce windows of options without a debounce")
             if let broken = counters.brokenInvariant() {
                 preconditionFailure("BUG DETECTED: \(broken) in \(counters)")
             }
@@ -48,7 +51,7 @@ extension RegistryCore {
 
     /// Timers the registry holds open (deadline queues and throttle timers), for tests.
     var openTimerCount: Int {
-        debounceQueues.count + progressQueues.count + synchronousQueues.count
+        debounceWindows.count + progressQueues.count + synchronousQueues.count
             + throttles.values.filter { $0.timer != nil }.count
     }
 }

@@ -27,7 +27,7 @@ final class RegistryCore: @unchecked Sendable {
     /// Read on every declaration and every run's end: unchecked like the counters.
     @exclusivity(unchecked) @usableFromInline var isShutDown = false
     var optionsTable: [TaskOptions.Values: TaskOptions] = [:]
-    var debounceQueues: [UInt64: DeadlineQueue<DebounceEntry>] = [:]
+    var debounceWindows: [UInt64: DebounceWindows] = [:]
     var progressQueues: [UInt64: DeadlineQueue<ProgressEntry>] = [:]
     var synchronousQueues: [UInt64: DeadlineQueue<SynchronousRunEntry>] = [:]
     /// Throttle state of throttled tasks, off the record (most tasks are not throttled, and a
@@ -97,11 +97,16 @@ final class RegistryCore: @unchecked Sendable {
     @usableFromInline
     func options(for values: TaskOptions.Values, template: AnyObject? = nil) throws(LoopError) -> TaskOptions {
         if let options = optionsTable[values] { return options }
-        var debounceQueue: DeadlineQueue<DebounceEntry>?
+        var windows: DebounceWindows?
         let debounce = UInt64(values.debounce.clampedNanoseconds)
         if debounce > 0 {
-            debounceQueue = try deadlineQueue(in: &debounceQueues, delay: debounce) { [unowned self] entry in
-                self.debounceDue(entry)
+            if let existing = debounceWindows[debounce] {
+                windows = existing
+            } else {
+                let created = DebounceWindows(delayNanoseconds: debounce)
+                try created.attach(to: loop) { [unowned self] record in self.debounceDue(record) }
+                debounceWindows[debounce] = created
+                windows = created
             }
         }
         var progressQueue: DeadlineQueue<ProgressEntry>?
@@ -119,7 +124,7 @@ final class RegistryCore: @unchecked Sendable {
             }
         }
         let options = TaskOptions(
-            values: values, debounceQueue: debounceQueue, progressQueue: progressQueue,
+            values: values, debounceWindows: windows, progressQueue: progressQueue,
             synchronousQueue: synchronousQueue, template: template)
         optionsTable[values] = options
         return options

@@ -31,9 +31,14 @@ class AnyTaskRecord: @unchecked Sendable {
     /// `pendingAction`'s tag: elsewhere it takes the record (with its key) into the next
     /// malloc size class, 16 bytes more per slot (W6).
     @exclusivity(unchecked) @usableFromInline var hasObservers = false
-    /// The current run's task, while it is current.
+    /// The number of this record's node in the debounce windows of its options
+    /// (`DebounceWindows`), zero when it has none. In the same padding as `hasObservers`, so
+    /// no bigger a record. Checked: plain loads and stores, which need no dynamic check.
+    var windowNode: UInt32 = 0
+    /// The current run's task, while it is current. Unchecked exclusivity: as the fields above.
     @exclusivity(unchecked) var runningTask: RunTask?
-    /// The latest declared identity, which the next declaration is compared with.
+    /// The latest declared identity, which the next declaration is compared with. Unchecked
+    /// exclusivity: as the fields above.
     @exclusivity(unchecked) var identity: any Hashable & Sendable = NoIdentity()
     @usableFromInline let name: TaskName
     var phase: TaskPhase { core.phase(of: self) }

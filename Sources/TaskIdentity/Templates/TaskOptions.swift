@@ -53,8 +53,8 @@ final class TaskOptions: @unchecked Sendable {
     let throttleNanoseconds: UInt64
     let progressDelayNanoseconds: UInt64?
     let priority: TaskPriority
-    /// The debounce queue for `values.debounce`, if it is not zero.
-    let debounceQueue: DeadlineQueue<DebounceEntry>?
+    /// The debounce windows for `values.debounce`, if it is not zero.
+    let debounceWindows: DebounceWindows?
     /// The progress queue for `values.progressDelay`, if any.
     let progressQueue: DeadlineQueue<ProgressEntry>?
     /// The queue of synchronous runs waiting out `values.synchronousDelay`, if it is not zero.
@@ -64,7 +64,7 @@ final class TaskOptions: @unchecked Sendable {
     @usableFromInline let template: AnyObject?
 
     init(
-        values: Values, debounceQueue: DeadlineQueue<DebounceEntry>?, progressQueue: DeadlineQueue<ProgressEntry>?,
+        values: Values, debounceWindows: DebounceWindows?, progressQueue: DeadlineQueue<ProgressEntry>?,
         synchronousQueue: DeadlineQueue<SynchronousRunEntry>?, template: AnyObject?
     ) {
         self.template = template
@@ -73,7 +73,7 @@ final class TaskOptions: @unchecked Sendable {
         self.throttleNanoseconds = UInt64(values.throttle.clampedNanoseconds)
         self.progressDelayNanoseconds = values.progressDelay.map { UInt64($0.clampedNanoseconds) }
         self.priority = TaskPriority(rawValue: values.priority)
-        self.debounceQueue = debounceQueue
+        self.debounceWindows = debounceWindows
         self.progressQueue = progressQueue
         self.synchronousQueue = synchronousQueue
     }
