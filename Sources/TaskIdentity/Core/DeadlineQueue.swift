@@ -5,9 +5,9 @@ import TaskLoopCore
 /// list: `DebounceWindows`). Such deadlines arrive in order, so a FIFO replaces a heap: pushing is
 /// O(1) and allocation-free, and the whole queue needs one loop timer.
 ///
-/// Re-arming a record pushes a new entry and leaves the old one in place: an entry is checked
-/// against its record when it comes due and skipped if the record has moved on (lazy deletion),
-/// which costs less than unlinking from a list on every change.
+/// An entry is checked against its record when it comes due and skipped if that run is no
+/// longer current (lazy deletion): these deadlines are set once per run, not once per change,
+/// so superseded entries are few.
 ///
 /// Entries are kept in fixed-size chunks (`ChunkedQueue`), so a queue of millions never stops
 /// the loop to grow.
