@@ -11,6 +11,12 @@
 /// are adjacent in it, first declared first: a task costs one pointer in its record and about
 /// one bucket pointer, and the same pointer that chains the bucket lists the slot's tasks.
 ///
+/// Each record keeps the low 32 bits of its key's hash (`AnyTaskRecord.slotHash`), in padding
+/// of its first cache line: a look-up compares it before the key, so a record of another slot
+/// in the chain costs one cache line, not two (the key lies at the record's end), and a split
+/// reads it instead of hashing keys again. Buckets are chosen by those 32 bits, enough for 2^32
+/// buckets.
+///
 /// Loop thread only: it belongs to its registry, whose slots are loop-confined.
 @usableFromInline
 struct SlotTable<Key: Hashable & Sendable> {
@@ -63,17 +69,24 @@ struct SlotTable<Key: Hashable & Sendable> {
     /// while their key is `key`), or `nil`.
     @inlinable
     func first(for key: Key) -> Record? {
-        first(inBucket: bucket(forHash: key.hashValue), key: key)
+        let hash = key.hashValue
+        return first(inBucket: bucket(forHash: hash), key: key, tag: Self.tag(hash))
     }
+
+    /// The part of a key's hash a record keeps.
+    @inlinable
+    static func tag(_ hash: Int) -> UInt32 { UInt32(truncatingIfNeeded: hash) }
 
     /// The record of task `name` of slot `key`, or `nil`. `hash` is `key.hashValue`, for a
     /// caller that inserts the key next (`insert(_:hash:)`) and so hashes it once.
     @inlinable
     func record(for key: Key, name: TaskName, hash: Int? = nil) -> Record? {
-        guard let first = first(inBucket: bucket(forHash: hash ?? key.hashValue), key: key) else { return nil }
+        let hash = hash ?? key.hashValue
+        let tag = Self.tag(hash)
+        guard let first = first(inBucket: bucket(forHash: hash), key: key, tag: tag) else { return nil }
         if first.name == name { return first }
         var next = first.nextInBucket
-        while let candidate = next, candidate.key == key {
+        while let candidate = next, candidate.slotHash == tag, candidate.key == key {
             if candidate.name == name { return candidate }
             next = candidate.nextInBucket
         }
@@ -87,10 +100,13 @@ struct SlotTable<Key: Hashable & Sendable> {
     /// - Returns: whether the record opened a new slot.
     @inlinable @discardableResult
     mutating func insert(_ record: Record, hash: Int? = nil) -> Bool {
-        let bucket = bucket(forHash: hash ?? record.key.hashValue)
+        let hash = hash ?? record.key.hashValue
+        let bucket = bucket(forHash: hash)
+        let tag = Self.tag(hash)
+        record.slotHash = tag
         let isNewSlot: Bool
-        if var last = first(inBucket: bucket, key: record.key) {
-            while let next = last.nextInBucket, next.key == record.key { last = next }
+        if var last = first(inBucket: bucket, key: record.key, tag: tag) {
+            while let next = last.nextInBucket, next.slotHash == tag, next.key == record.key { last = next }
             record.nextInBucket = last.nextInBucket
             last.nextInBucket = record
             isNewSlot = false
@@ -104,12 +120,13 @@ struct SlotTable<Key: Hashable & Sendable> {
         return isNewSlot
     }
 
-    /// The first record of slot `key` in `bucket` (the key's bucket), or `nil`.
+    /// The first record of slot `key` in `bucket` (the key's bucket), or `nil`. `tag` is
+    /// `tag(key.hashValue)`.
     @inlinable
-    func first(inBucket bucket: Int, key: Key) -> Record? {
+    func first(inBucket bucket: Int, key: Key, tag: UInt32) -> Record? {
         var next = head(of: bucket)
         while let record = next {
-            if record.key == key { return record }
+            if record.slotHash == tag && record.key == key { return record }
             next = record.nextInBucket
         }
         return nil
@@ -121,17 +138,19 @@ struct SlotTable<Key: Hashable & Sendable> {
     /// holds fewer records than half its buckets.
     @inlinable
     mutating func removeSlot(_ key: Key) -> Record? {
-        let bucket = bucket(forHash: key.hashValue)
+        let hash = key.hashValue
+        let bucket = bucket(forHash: hash)
+        let tag = Self.tag(hash)
         var previous: Record?
         var next = head(of: bucket)
-        while let record = next, record.key != key {
+        while let record = next, record.slotHash != tag || record.key != key {
             previous = record
             next = record.nextInBucket
         }
         guard let first = next else { return nil }
         var last = first
         var removed = 1
-        while let following = last.nextInBucket, following.key == key {
+        while let following = last.nextInBucket, following.slotHash == tag, following.key == key {
             last = following
             removed &+= 1
         }
@@ -160,7 +179,11 @@ struct SlotTable<Key: Hashable & Sendable> {
                 while let first = next {
                     firsts.append(first)
                     var last = first
-                    while let following = last.nextInBucket, following.key == first.key { last = following }
+                    while let following = last.nextInBucket, following.slotHash == first.slotHash,
+                        following.key == first.key
+                    {
+                        last = following
+                    }
                     next = last.nextInBucket
                     last.nextInBucket = nil
                 }
@@ -172,7 +195,7 @@ struct SlotTable<Key: Hashable & Sendable> {
 
     /// Splits bucket `splitIndex` into itself and a new last bucket by one more bit of each
     /// slot's hash (about one record a declaration), keeping the order of the records that
-    /// stay together.
+    /// stay together. The hashes are the records' own (`slotHash`): no key is read or hashed.
     @inlinable
     mutating func splitNextBucket() {
         let source = splitIndex
@@ -186,16 +209,14 @@ struct SlotTable<Key: Hashable & Sendable> {
         let highMask = lowMask << 1 | 1
         var lists = (stay: ChainBuilder(), move: ChainBuilder())
         var next = head(of: source)
-        var previous: Record?
-        var moves = false
         while let record = next {
             next = record.nextInBucket
-            // A slot's records share a hash: hash once a slot.
-            if previous.map({ $0.key != record.key }) ?? true {
-                moves = record.key.hashValue & highMask != source
+            // A slot's records share their hash, so they stay together.
+            if Int(record.slotHash) & highMask != source {
+                lists.move.append(record)
+            } else {
+                lists.stay.append(record)
             }
-            if moves { lists.move.append(record) } else { lists.stay.append(record) }
-            previous = record
         }
         setHead(of: source, to: lists.stay.end())
         setHead(of: target, to: lists.move.end())

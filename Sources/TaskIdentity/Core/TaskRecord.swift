@@ -15,10 +15,17 @@ class AnyTaskRecord: @unchecked Sendable {
     // Field order is cache order: a run that comes due (a deadline entry, then `commit`) reads
     // `core` and the state machine's first fields, which share the object header's cache line.
     @usableFromInline let core: RegistryCore
-    // @exclusivity(unchecked), these eight: loop-confined state, read or written on every
-    // change and never accessed across a call (see docs/safety.md).
+    // @exclusivity(unchecked), `state` and the fields below that say so: loop-confined state,
+    // read or written on every change and never accessed across a call (see docs/safety.md).
     /// The task's stages, phase and counts (see `TaskStateMachine`).
     @exclusivity(unchecked) var state = TaskStateMachine()
+    /// The low 32 bits of the slot's key's hash, set by the slot table (`SlotTable`), which
+    /// compares it before the key. Here, in the padding after `state`, it costs no byte and
+    /// shares the first cache line with the reference count that a chain walk touches anyway.
+    /// Unchecked exclusivity: the slot table's, loop thread only, never held across a call;
+    /// checked, each look-up from the inlined table pays a dynamic check (W1 +200 instructions).
+    @exclusivity(unchecked) @usableFromInline final var slotHash: UInt32 = 0
+    // @exclusivity(unchecked), these four, like `state`.
     /// The latest result a current run stored (`TaskContext.commit(result:)`), boxed so that
     /// tasks that never store one pay a pointer, not an existential.
     @exclusivity(unchecked) var result: ResultBox?
