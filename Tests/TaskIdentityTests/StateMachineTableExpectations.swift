@@ -96,6 +96,9 @@ extension StateMachineTable {
                 .runNow: .becomes(
                     "awaitingPrevious task g2/1 ending0 waiting | next=waitForPrevious | "
                 ),
+                .runTimedOut: .becomes(
+                    "debouncing none g2/1 ending1 waiting | cancelTask endedRun(g1 cancelled(timedOut)) | cancelled+1 timedOut+1 liveGenerations-1"
+                ),
                 .inheritEndingRuns: .traps,
                 .previousRunEnded: .traps,
             ]
@@ -265,6 +268,9 @@ extension StateMachineTable {
                 .cancelByCaller: .becomes(
                     "none none g1/1 ending1 cancelled(cancelledByCaller) | cancelTask endedRun(g1 cancelled(cancelledByCaller)) | cancelled+1 liveGenerations-1"
                 ),
+                .runTimedOut: .becomes(
+                    "none none g1/1 ending1 cancelled(timedOut) | cancelTask endedRun(g1 cancelled(timedOut)) | cancelled+1 timedOut+1 liveGenerations-1"
+                ),
                 .inheritEndingRuns: .traps,
                 .previousRunEnded: .traps,
             ]
@@ -293,6 +299,9 @@ extension StateMachineTable {
                 .synchronousRunDue: .becomes("none synchronousExecuting g1/1 ending0 running | result=true | "),
                 .cancelByCaller: .becomes(
                     "none none g1/1 ending0 cancelled(cancelledByCaller) | dropTask endedRun(g1 cancelled(cancelledByCaller)) | cancelled+1 runningActions-1 liveGenerations-1"
+                ),
+                .runTimedOut: .becomes(
+                    "none none g1/1 ending0 cancelled(timedOut) | dropTask endedRun(g1 cancelled(timedOut)) | cancelled+1 timedOut+1 runningActions-1 liveGenerations-1"
                 ),
                 .inheritEndingRuns: .traps,
                 .previousRunEnded: .traps,
@@ -327,6 +336,7 @@ extension StateMachineTable {
                 .cancelByCaller: .becomes(
                     "none none g1/1 ending1 cancelled(cancelledByCaller) | dropTask endedRun(g1 cancelled(cancelledByCaller)) | cancelled+1 liveGenerations-1"
                 ),
+                .runTimedOut: .traps,
                 .inheritEndingRuns: .traps,
                 .previousRunEnded: .traps,
             ]

@@ -155,7 +155,7 @@ enum StateName: String, CaseIterable, Sendable {
 enum EventName: String, CaseIterable, Sendable {
     case declareEqual, declareNew, declareNewDebounced, declareNewKeepRunning, debounceDue, throttleDue
     case startAllowed, runEndedCurrent, runEndedCancelled, remove, removeAtShutdown, progressDue
-    case synchronousRunDue, cancelByCaller, dropPending, runNow, inheritEndingRuns, previousRunEnded
+    case synchronousRunDue, cancelByCaller, dropPending, runNow, inheritEndingRuns, previousRunEnded, runTimedOut
 
     /// The machine's method the event calls.
     var method: String {
@@ -215,6 +215,8 @@ enum EventName: String, CaseIterable, Sendable {
             return machine.progressDue(generation: 1) ? "result=true" : ""
         case .synchronousRunDue:
             return machine.synchronousRunDue(generation: 1) ? "result=true" : ""
+        case .runTimedOut:
+            return describe(machine.runTimedOut(generation: 1, gate: due, counters: &counters))
         }
     }
 
@@ -276,6 +278,7 @@ enum StateMachineTable {
             ("started", Int64(counters.started)), ("restarted", Int64(counters.restarted)),
             ("coalesced", Int64(counters.coalesced)), ("cancelled", Int64(counters.cancelled)),
             ("finished", Int64(counters.finished)), ("failed", Int64(counters.failed)),
+            ("timedOut", Int64(counters.timedOut)),
             ("runningActions", Int64(counters.runningActions)), ("liveGenerations", Int64(counters.liveGenerations)),
         ]
         let deltas = moved.filter { $0.1 != 0 }.map { "\($0.0)\($0.1 > 0 ? "+" : "")\($0.1)" }

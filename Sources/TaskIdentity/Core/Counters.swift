@@ -23,6 +23,9 @@ public struct RegistryCounters: Hashable, Sendable, CustomStringConvertible {
     public var finished: UInt64 = 0
     /// Runs that failed while current.
     public var failed: UInt64 = 0
+    /// Runs cancelled because their time limit (`timeout:`) passed; each is also counted in
+    /// `cancelled`.
+    public var timedOut: UInt64 = 0
     /// `commit { }` calls dropped because their run was no longer current.
     public var staleCommitsDropped: UInt64 = 0
     /// Evaluations of observed identities (`task(_:tracking:…)`): one per declaration, and one
@@ -80,6 +83,7 @@ public struct RegistryCounters: Hashable, Sendable, CustomStringConvertible {
         Field(name: "cancelled", kind: .counter, keyPath: \.cancelledField),
         Field(name: "finished", kind: .counter, keyPath: \.finishedField),
         Field(name: "failed", kind: .counter, keyPath: \.failedField),
+        Field(name: "timed_out", kind: .counter, keyPath: \.timedOutField),
         Field(name: "stale_commits_dropped", kind: .counter, keyPath: \.staleCommitsDroppedField),
         Field(name: "identity_evaluations", kind: .counter, keyPath: \.identityEvaluationsField),
         Field(name: "observation_cycles_stopped", kind: .counter, keyPath: \.observationCyclesStoppedField),
@@ -101,6 +105,7 @@ public struct RegistryCounters: Hashable, Sendable, CustomStringConvertible {
                 + " (\(accounted))"
         }
         if restarted > started { return "restarted > started" }
+        if timedOut > cancelled { return "timedOut > cancelled" }
         return nil
     }
 
@@ -146,6 +151,10 @@ public struct RegistryCounters: Hashable, Sendable, CustomStringConvertible {
     var failedField: Int64Convertible {
         get { Int64Convertible(failed) }
         set { failed = newValue.uint64 }
+    }
+    var timedOutField: Int64Convertible {
+        get { Int64Convertible(timedOut) }
+        set { timedOut = newValue.uint64 }
     }
     var staleCommitsDroppedField: Int64Convertible {
         get { Int64Convertible(staleCommitsDropped) }

@@ -12,6 +12,14 @@ extension RegistryCore {
         carryOut(effects, on: record)
     }
 
+    /// A run's time limit passed: the run is cancelled (`timedOut`) if it is still current.
+    func timeoutDue(_ entry: TimeoutEntry) {
+        let record = entry.record
+        let effects = record.state.runTimedOut(generation: entry.generation, gate: gate(record), counters: &counters)
+        carryOut(effects, on: record)
+        noteQuiescence()
+    }
+
     func progressDue(_ entry: ProgressEntry) {
         let record = entry.record
         guard record.state.progressDue(generation: entry.generation) else { return }

@@ -14,9 +14,11 @@ extension RegistryCore {
         for windows in debounceWindows.values { windows.close() }
         for queue in progressQueues.values { queue.close() }
         for queue in synchronousQueues.values { queue.close() }
+        for queue in timeoutQueues.values { queue.close() }
         debounceWindows = [:]
         progressQueues = [:]
         synchronousQueues = [:]
+        timeoutQueues = [:]
         optionsTable = [:]
         for state in throttles.values {
             state.timer?.close()

@@ -75,6 +75,7 @@ extension RegistryCore {
         #if TASKIDENTITY_INTERNAL_CHECKS
             checkInvariants(record)
         #endif
+        if let queue = record.options.timeoutQueue { armTimeLimit(record, generation: generation, kind: kind, queue) }
         switch body {
         case .task(let action):
             startTask(record, generation: generation, action)
@@ -89,10 +90,32 @@ extension RegistryCore {
                         identity: record.identity))
                 pushProgressEntry(record, generation: generation)
             } else {
-                // Ends before this returns: no progress to show.
+                // Ends before this returns: no progress to show, no time limit to watch.
                 runSynchronously(record, generation: generation, identity: record.identity, action: action)
             }
         }
+    }
+
+    /// Arms the time limit (`timeout:`) of the run `generation` of `record`, just started.
+    /// Apart from the hot path: most tasks have no limit.
+    @inline(never)
+    func armTimeLimit(
+        _ record: AnyTaskRecord, generation: UInt64, kind: TaskStateMachine.ActiveKind,
+        _ queue: DeadlineQueue<TimeoutEntry>
+    ) {
+        switch kind {
+        case .task:
+            break
+        case .synchronousExecuting:
+            return  // ends before `start` returns
+        case .synchronousDelayed:
+            // Its action is called, and the run ended, no later than a limit at least as long
+            // as its delay (an action holds the loop, so no limit fires inside it): only a
+            // shorter limit is watched.
+            guard queue.delayNanoseconds < (record.options.synchronousQueue?.delayNanoseconds ?? 0) else { return }
+        }
+        let deadline = LoopInstant.nanoseconds(unretainedLoop.now.nanoseconds, plus: queue.delayNanoseconds)
+        queue.push(TimeoutEntry(record: record, generation: generation, deadline: deadline))
     }
 
     /// Starts the run's Swift task, on the loop or on the task's executor, and its progress

@@ -30,6 +30,7 @@ final class RegistryCore: @unchecked Sendable {
     var debounceWindows: [UInt64: DebounceWindows] = [:]
     var progressQueues: [UInt64: DeadlineQueue<ProgressEntry>] = [:]
     var synchronousQueues: [UInt64: DeadlineQueue<SynchronousRunEntry>] = [:]
+    var timeoutQueues: [UInt64: DeadlineQueue<TimeoutEntry>] = [:]
     /// Throttle state of throttled tasks, off the record (most tasks are not throttled, and a
     /// record's size is the footprint per slot). Unchecked exclusivity: loop thread only.
     @exclusivity(unchecked) var throttles: [ObjectIdentifier: ThrottleState] = [:]
@@ -123,9 +124,15 @@ final class RegistryCore: @unchecked Sendable {
                 self.synchronousRunDue(entry)
             }
         }
+        var timeoutQueue: DeadlineQueue<TimeoutEntry>?
+        if let limit = values.timeout.map({ UInt64($0.clampedNanoseconds) }) {
+            timeoutQueue = try deadlineQueue(in: &timeoutQueues, delay: limit) { [unowned self] entry in
+                self.timeoutDue(entry)
+            }
+        }
         let options = TaskOptions(
             values: values, debounceWindows: windows, progressQueue: progressQueue,
-            synchronousQueue: synchronousQueue, template: template)
+            synchronousQueue: synchronousQueue, timeoutQueue: timeoutQueue, template: template)
         optionsTable[values] = options
         return options
     }

@@ -301,6 +301,33 @@ extension TaskStateMachine {
         return effects
     }
 
+    /// The run `generation` passed its time limit (`timeout:`). If it is still the current run
+    /// it is cancelled for `timedOut`: a Swift task is left to end, a delayed synchronous
+    /// action is never called. A generation pending beside it stays pending; one awaiting the
+    /// previous run then goes on as after any cancelled run. Nothing happens for a run that is
+    /// no longer current. A synchronous action that is executing cannot time out: it holds the
+    /// loop thread, where the time limit's timer fires.
+    mutating func runTimedOut(generation: UInt64, gate: StartGate, counters: inout RegistryCounters) -> Effects {
+        var effects = Effects()
+        guard isCurrentRun(generation) else { return effects }
+        switch stage {
+        case .running(let run):
+            check(run.kind != .synchronousExecuting, "runTimedOut")
+            cancelRun(run, reason: .timedOut, into: &effects, counters: &counters)
+            counters.timedOut &+= 1
+            stage = .quiet
+        case .heldBesideRun(let held, let run):
+            check(run.kind != .synchronousExecuting, "runTimedOut")
+            cancelRun(run, reason: .timedOut, into: &effects, counters: &counters)
+            counters.timedOut &+= 1
+            stage = .waiting(.held(held))
+            if case .awaitingPrevious = held { advancePending(beside: nil, gate, into: &effects) }
+        case .quiet, .waiting, .removed:
+            break  // not current: returned above
+        }
+        return effects
+    }
+
     /// The current run's progress delay elapsed: whether to turn its progress signal on now.
     @inline(__always)
     mutating func progressDue(generation: UInt64) -> Bool {

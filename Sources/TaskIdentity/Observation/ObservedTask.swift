@@ -64,10 +64,12 @@ extension TaskRegistry {
     ///   - throttle: as for `task(_:name:id:…)`.
     ///   - policy: as for `task(_:name:id:…)`.
     ///   - progressDelay: as for `task(_:name:id:…)`.
+    ///   - timeout: as for `task(_:name:id:…)`.
     ///   - executor: as for `task(_:name:id:…)`.
     ///   - action: the work, given the identity's value and the run's context.
     /// - Throws: `RegistryError.calledOffLoopThread` off the loop thread; `.shutDown` after
-    ///   shutdown; `.invalidDuration` for a negative duration.
+    ///   shutdown; `.invalidDuration` for a negative duration or a `timeout` that is not
+    ///   positive.
     /// - Note: Loop thread only: `identity` captures loop-confined state.
     public func task<ID: Hashable & Sendable>(
         _ key: Key,
@@ -78,12 +80,13 @@ extension TaskRegistry {
         throttle: Duration = TaskOptionDefaults.throttle,
         policy: RestartPolicy = TaskOptionDefaults.policy,
         progressDelay: Duration? = TaskOptionDefaults.progressDelay,
+        timeout: Duration? = TaskOptionDefaults.timeout,
         executor: ActionExecutor = TaskOptionDefaults.executor,
         action: @escaping ObservedTaskAction<ID>
     ) throws(RegistryError) {
         let values = try TaskOptions.Values(
             priority: priority, policy: policy, debounce: debounce, throttle: throttle, progressDelay: progressDelay,
-            executor: executor)
+            timeout: timeout, executor: executor)
         try observe(key, name: name, values: values, identity: identity) { id, run in
             .task({ context in
                 try await ObservedRun.$current.withValue(run) { try await action(id, context) }
@@ -200,6 +203,7 @@ extension TaskRegistry {
         values.throttle = .zero
         values.policy = .cancelPrevious
         values.progressDelay = nil
+        values.timeout = nil
         values.synchronousDelay = .zero
         apply(
             tracker.key, name: tracker.name, identity: value, values: values,

@@ -18,6 +18,9 @@ public enum CancellationReason: Hashable, Sendable {
     case cancelledByCaller
     /// `TaskRegistry.dropPending(_:name:)` dropped it before it started.
     case pendingDropped
+    /// The run was still running when its time limit (`timeout:`) passed. The task keeps its
+    /// identity, as after a failure: declaring the same id again does not run it again.
+    case timedOut
 }
 
 /// The phase of a task: of its latest identity's run.

@@ -35,7 +35,8 @@ public struct RegistryError: Error, Hashable, Sendable, CustomStringConvertible 
         /// A call from another thread found `RegistryConfiguration.postedCallLimit` calls already
         /// queued for the loop. It was not queued; `await flush()` and call again.
         public static let overloaded = Code(base: .overloaded)
-        /// A debounce, throttle or progress delay was negative.
+        /// A debounce, throttle, progress delay or synchronous delay was negative, or a time limit
+        /// (`timeout:`) was not positive.
         public static let invalidDuration = Code(base: .invalidDuration)
         /// A call that must be made on the registry's loop thread was made elsewhere: a
         /// synchronous query (use its async form), or an observed task's declaration.

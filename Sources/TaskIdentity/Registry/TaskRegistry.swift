@@ -180,6 +180,9 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
     ///   - policy: what a new identity does to a run still in progress.
     ///   - progressDelay: turn the run's progress signal on only if it is still running after
     ///     this long, so fast runs never flash a spinner.
+    ///   - timeout: a time limit for each run, from its start, on the loop's timers (no extra
+    ///     Swift task): a run still running when it passes is cancelled, phase
+    ///     `cancelled(.timedOut)`. nil (the default): no limit.
     ///   - executor: where the action runs: the registry's loop (the default), `.global` for
     ///     actions that compute, or any `TaskExecutor` (see `ActionExecutor`). The bookkeeping
     ///     stays on the loop either way; off the loop, commit with `commitOnLoop`.
@@ -187,7 +190,7 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
     ///     Usually a trailing closure; passed by name it needs its `action:` label, since the
     ///     `id:` values before it are variadic.
     /// - Throws: `RegistryError.shutDown` after shutdown; `.invalidDuration` for a negative
-    ///   duration; from another thread, `.loopNotStarted` before the loop starts and
+    ///   duration or a `timeout` that is not positive; from another thread, `.loopNotStarted` before the loop starts and
     ///   `.overloaded` when `configuration.postedCallLimit` calls are already queued for the loop.
     /// - Note: May be called from any thread, and never blocks it. On the loop thread it acts at
     ///   once. From another thread it is queued for the loop (one wake-up per batch of calls)
@@ -206,12 +209,13 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
         throttle: Duration = TaskOptionDefaults.throttle,
         policy: RestartPolicy = TaskOptionDefaults.policy,
         progressDelay: Duration? = TaskOptionDefaults.progressDelay,
+        timeout: Duration? = TaskOptionDefaults.timeout,
         executor: ActionExecutor = TaskOptionDefaults.executor,
         action: @escaping TaskAction
     ) throws(RegistryError) {
         let values = try TaskOptions.Values(
             priority: priority, policy: policy, debounce: debounce, throttle: throttle, progressDelay: progressDelay,
-            executor: executor)
+            timeout: timeout, executor: executor)
         try declare(key, name: name, identity: makeIdentity(repeat each id), values: values, body: .task(action))
     }
 

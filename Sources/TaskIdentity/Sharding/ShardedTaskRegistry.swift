@@ -130,7 +130,7 @@ public final class ShardedTaskRegistry<Key: Hashable & Sendable>: Sendable {
         return try await shard.loop.submit { try body(shard) }
     }
 
-    /// Declares a task on the key's shard; see `TaskRegistry.task(_:name:id:priority:debounce:throttle:policy:progressDelay:executor:action:)`.
+    /// Declares a task on the key's shard; see `TaskRegistry.task(_:name:id:priority:debounce:throttle:policy:progressDelay:timeout:executor:action:)`.
     ///
     /// - Throws: `RegistryError`.
     public func task<each ID: Hashable & Sendable>(
@@ -142,12 +142,13 @@ public final class ShardedTaskRegistry<Key: Hashable & Sendable>: Sendable {
         throttle: Duration = TaskOptionDefaults.throttle,
         policy: RestartPolicy = TaskOptionDefaults.policy,
         progressDelay: Duration? = TaskOptionDefaults.progressDelay,
+        timeout: Duration? = TaskOptionDefaults.timeout,
         executor: ActionExecutor = TaskOptionDefaults.executor,
         action: @escaping TaskAction
     ) throws(RegistryError) {
         try shard(for: key).task(
             key, name: name, id: repeat each id, priority: priority, debounce: debounce, throttle: throttle,
-            policy: policy, progressDelay: progressDelay, executor: executor, action: action)
+            policy: policy, progressDelay: progressDelay, timeout: timeout, executor: executor, action: action)
     }
 
     /// Declares the task of `template` on the key's shard; see

@@ -16,6 +16,8 @@ public enum TaskOptionDefaults {
     @inlinable public static var policy: RestartPolicy { .cancelPrevious }
     /// No progress delay: the progress signal stays off.
     @inlinable public static var progressDelay: Duration? { nil }
+    /// No time limit: a run runs until it ends or is cancelled.
+    @inlinable public static var timeout: Duration? { nil }
     /// Actions run on the registry's loop.
     @inlinable public static var executor: ActionExecutor { .loop }
     /// A synchronous action is called when its run starts, with no delay.

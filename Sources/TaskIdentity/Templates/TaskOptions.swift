@@ -18,17 +18,21 @@ final class TaskOptions: @unchecked Sendable {
         @usableFromInline var debounce: Duration
         @usableFromInline var throttle: Duration
         @usableFromInline var progressDelay: Duration?
+        /// A run's time limit, from its start; nil for none.
+        @usableFromInline var timeout: Duration?
         /// How long a synchronous run stays `running` before its action is called; zero for
         /// one called when it starts, and for Swift-task actions.
         @usableFromInline var synchronousDelay: Duration
         /// Where a Swift-task action runs (see `ActionExecutor`).
         @usableFromInline var executor: ActionExecutor
 
-        /// - Throws: `RegistryError.invalidDuration` for a negative duration.
+        /// - Throws: `RegistryError.invalidDuration` for a negative duration, or a time limit
+        ///   that is not positive.
         @inlinable
         init(
             priority: TaskPriority, policy: RestartPolicy, debounce: Duration, throttle: Duration,
-            progressDelay: Duration?, synchronousDelay: Duration = TaskOptionDefaults.synchronousDelay,
+            progressDelay: Duration?, timeout: Duration? = TaskOptionDefaults.timeout,
+            synchronousDelay: Duration = TaskOptionDefaults.synchronousDelay,
             executor: ActionExecutor = TaskOptionDefaults.executor
         ) throws(RegistryError) {
             if debounce < .zero { throw RegistryError.invalidDuration(name: "debounce", debounce) }
@@ -37,11 +41,13 @@ final class TaskOptions: @unchecked Sendable {
                 throw RegistryError.invalidDuration(name: "progressDelay", progressDelay)
             }
             if synchronousDelay < .zero { throw RegistryError.invalidDuration(name: "after", synchronousDelay) }
+            if let timeout, timeout <= .zero { throw RegistryError.invalidDuration(name: "timeout", timeout) }
             self.priority = priority.rawValue
             self.policy = policy
             self.debounce = debounce
             self.throttle = throttle
             self.progressDelay = progressDelay
+            self.timeout = timeout
             self.synchronousDelay = synchronousDelay
             self.executor = executor
         }
@@ -59,13 +65,16 @@ final class TaskOptions: @unchecked Sendable {
     let progressQueue: DeadlineQueue<ProgressEntry>?
     /// The queue of synchronous runs waiting out `values.synchronousDelay`, if it is not zero.
     let synchronousQueue: DeadlineQueue<SynchronousRunEntry>?
+    /// The queue of running runs' time limits (`values.timeout`), if there is one.
+    let timeoutQueue: DeadlineQueue<TimeoutEntry>?
     /// The template whose declaration interned these options, if one did: a later declaration
     /// of the same template finds its options by identity, without comparing `values`.
     @usableFromInline let template: AnyObject?
 
     init(
         values: Values, debounceWindows: DebounceWindows?, progressQueue: DeadlineQueue<ProgressEntry>?,
-        synchronousQueue: DeadlineQueue<SynchronousRunEntry>?, template: AnyObject?
+        synchronousQueue: DeadlineQueue<SynchronousRunEntry>?, timeoutQueue: DeadlineQueue<TimeoutEntry>?,
+        template: AnyObject?
     ) {
         self.template = template
         self.values = values
@@ -76,5 +85,6 @@ final class TaskOptions: @unchecked Sendable {
         self.debounceWindows = debounceWindows
         self.progressQueue = progressQueue
         self.synchronousQueue = synchronousQueue
+        self.timeoutQueue = timeoutQueue
     }
 }

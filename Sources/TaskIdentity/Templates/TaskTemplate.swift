@@ -30,9 +30,11 @@ public final class TaskTemplate<Key: Hashable & Sendable>: Sendable {
     ///   - throttle: start at most once per window; the latest identity starts when it closes.
     ///   - policy: what a new identity does to a run still in progress.
     ///   - progressDelay: turn the run's progress signal on only after this long.
+    ///   - timeout: each run's time limit, from its start (nil: none).
     ///   - executor: where the action runs (see `ActionExecutor`).
     ///   - action: the work, given the slot's key and the run's context.
-    /// - Throws: `RegistryError.invalidDuration` for a negative duration.
+    /// - Throws: `RegistryError.invalidDuration` for a negative duration or a `timeout` that is
+    ///   not positive.
     /// - Note: May be called from any thread.
     public init(
         name: TaskName = .main,
@@ -41,13 +43,14 @@ public final class TaskTemplate<Key: Hashable & Sendable>: Sendable {
         throttle: Duration = TaskOptionDefaults.throttle,
         policy: RestartPolicy = TaskOptionDefaults.policy,
         progressDelay: Duration? = TaskOptionDefaults.progressDelay,
+        timeout: Duration? = TaskOptionDefaults.timeout,
         executor: ActionExecutor = TaskOptionDefaults.executor,
         action: nonisolated(nonsending) @escaping @Sendable (Key, TaskContext) async throws -> Void
     ) throws(RegistryError) {
         self.name = name
         self.values = try TaskOptions.Values(
             priority: priority, policy: policy, debounce: debounce, throttle: throttle, progressDelay: progressDelay,
-            executor: executor)
+            timeout: timeout, executor: executor)
         // The run's task calls the action with its own record's key.
         self.body = .keyedTask(KeyedAction<Key>(action))
     }
@@ -83,12 +86,17 @@ public final class TaskTemplate<Key: Hashable & Sendable>: Sendable {
     ///   - throttle: as for `TaskRegistry.task(…)`.
     ///   - policy: as for `TaskRegistry.task(…)`.
     ///   - progressDelay: as for `TaskRegistry.task(…)`.
+    ///   - timeout: a time limit from the run's start: a run whose action has not been called
+    ///     when it passes is cancelled (`cancelled(.timedOut)`), and its action is never
+    ///     called. An action that has been called holds the loop until it returns, so a limit
+    ///     of at least `after:` never fires. nil (the default): no limit.
     ///   - delay: (`after:`) how long the run stays `running` before `action` is called
     ///     (zero: at once).
     ///   - action: called on the loop thread with the slot's key and the run's context. It must
     ///     not block: the loop waits for it. If it throws, the run ends `failed` (or
     ///     `cancelled`, for a `CancellationError`).
-    /// - Throws: `RegistryError.invalidDuration` for a negative duration.
+    /// - Throws: `RegistryError.invalidDuration` for a negative duration or a `timeout` that is
+    ///   not positive.
     /// - Note: May be called from any thread.
     public static func synchronous(
         name: TaskName = .main,
@@ -96,12 +104,13 @@ public final class TaskTemplate<Key: Hashable & Sendable>: Sendable {
         throttle: Duration = TaskOptionDefaults.throttle,
         policy: RestartPolicy = TaskOptionDefaults.policy,
         progressDelay: Duration? = TaskOptionDefaults.progressDelay,
+        timeout: Duration? = TaskOptionDefaults.timeout,
         after delay: Duration = TaskOptionDefaults.synchronousDelay,
         action: @escaping @Sendable (Key, TaskContext) throws -> Void
     ) throws(RegistryError) -> TaskTemplate<Key> {
         let values = try TaskOptions.Values(
             priority: TaskOptionDefaults.priority, policy: policy, debounce: debounce, throttle: throttle,
-            progressDelay: progressDelay, synchronousDelay: delay)
+            progressDelay: progressDelay, timeout: timeout, synchronousDelay: delay)
         return TaskTemplate(
             name: name, values: values,
             body: .synchronous({ context in

@@ -32,9 +32,11 @@ public final class TypedTaskTemplate<Key: Hashable & Sendable, ID: Hashable & Se
     ///   - policy: what a new identity does to a run still in progress.
     ///   - progressDelay: turn the run's progress signal on only if it is still running after
     ///     this long (nil: never).
+    ///   - timeout: each run's time limit, from its start (nil: none).
     ///   - executor: where the action runs (default: the registry's loop).
     ///   - action: the work, given the slot's key, the identity and the run's context.
-    /// - Throws: `RegistryError.invalidDuration` for a negative duration.
+    /// - Throws: `RegistryError.invalidDuration` for a negative duration or a `timeout` that is
+    ///   not positive.
     /// - Note: May be called from any thread.
     public convenience init(
         name: TaskName = .main,
@@ -43,12 +45,13 @@ public final class TypedTaskTemplate<Key: Hashable & Sendable, ID: Hashable & Se
         throttle: Duration = TaskOptionDefaults.throttle,
         policy: RestartPolicy = TaskOptionDefaults.policy,
         progressDelay: Duration? = TaskOptionDefaults.progressDelay,
+        timeout: Duration? = TaskOptionDefaults.timeout,
         executor: ActionExecutor = TaskOptionDefaults.executor,
         action: nonisolated(nonsending) @escaping @Sendable (Key, ID, TaskContext) async throws -> Void
     ) throws(RegistryError) {
         let template = try TaskTemplate<Key>(
             name: name, priority: priority, debounce: debounce, throttle: throttle, policy: policy,
-            progressDelay: progressDelay, executor: executor
+            progressDelay: progressDelay, timeout: timeout, executor: executor
         ) { key, context in
             // Every declaration through this template stores an `ID` (the only way in is
             // `task(_:id:template:)` below, typed, and `template` is not public), so the cast
@@ -60,7 +63,8 @@ public final class TypedTaskTemplate<Key: Hashable & Sendable, ID: Hashable & Se
 
     /// Makes a template whose runs need no Swift task; see `TaskTemplate.synchronous`.
     ///
-    /// - Throws: `RegistryError.invalidDuration` for a negative duration.
+    /// - Throws: `RegistryError.invalidDuration` for a negative duration or a `timeout` that is
+    ///   not positive.
     /// - Note: May be called from any thread.
     public static func synchronous(
         name: TaskName = .main,
@@ -68,12 +72,13 @@ public final class TypedTaskTemplate<Key: Hashable & Sendable, ID: Hashable & Se
         throttle: Duration = TaskOptionDefaults.throttle,
         policy: RestartPolicy = TaskOptionDefaults.policy,
         progressDelay: Duration? = TaskOptionDefaults.progressDelay,
+        timeout: Duration? = TaskOptionDefaults.timeout,
         after delay: Duration = TaskOptionDefaults.synchronousDelay,
         action: @escaping @Sendable (Key, ID, TaskContext) throws -> Void
     ) throws(RegistryError) -> TypedTaskTemplate<Key, ID> {
         let template = try TaskTemplate<Key>.synchronous(
             name: name, debounce: debounce, throttle: throttle, policy: policy, progressDelay: progressDelay,
-            after: delay
+            timeout: timeout, after: delay
         ) { key, context in
             try action(key, context.id as! ID, context)  // typed on the way in, as above
         }

@@ -50,6 +50,17 @@ struct ServeCommand: AsyncParsableCommand {
     var debounceMilliseconds = 0
 
     @Option(
+        name: .customLong("timeout-ms"),
+        help: ArgumentHelp(
+            "Time limit of every run, in milliseconds (0: none).",
+            discussion: """
+                A run still running when it passes is cancelled: GET keeps the key's last \
+                finished id, and TASK.PHASE answers cancelled(timedOut). With sleep:MS, a \
+                limit of at least MS never fires.
+                """))
+    var timeoutMilliseconds = 0
+
+    @Option(
         help: ArgumentHelp(
             "What a SET runs: sleep:MS, task-sleep:MS or upstream:HOST:PORT.",
             discussion: """
@@ -123,6 +134,7 @@ struct ServeCommand: AsyncParsableCommand {
         _ = try clusterConfiguration()
         try check("--loops", loops, in: 1...64)
         try check("--debounce-ms", debounceMilliseconds, in: 0...86_400_000)
+        try check("--timeout-ms", timeoutMilliseconds, in: 0...86_400_000)
         try check("--max-clients", maxClients, in: 1...1_000_000)
         try check("--max-request-bytes", maxRequestBytes, in: 64...(1 << 30))
         try check("--max-arguments", maxArguments, in: 1...Int(Int32.max))
@@ -172,6 +184,7 @@ struct ServeCommand: AsyncParsableCommand {
             configuration.port = port ?? cluster?.myself.port ?? 6380
             configuration.loops = loops
             configuration.debounceMilliseconds = debounceMilliseconds
+            configuration.timeoutMilliseconds = timeoutMilliseconds
             configuration.work = work
             configuration.maxClients = maxClients
             configuration.requestLimits = RESPLimits(maxRequestBytes: maxRequestBytes, maxArguments: maxArguments)

@@ -42,6 +42,8 @@ struct ServerConfiguration: Sendable, Equatable {
     var port = 6380
     var loops = 1
     var debounceMilliseconds = 0
+    /// Each run's time limit (`--timeout-ms`); 0 for none.
+    var timeoutMilliseconds = 0
     var work = ServerWork.sleep(milliseconds: 10)
     var maxClients = 10_000
     /// The largest request and the most arguments one request may have (`--max-request-bytes`,

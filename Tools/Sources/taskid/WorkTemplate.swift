@@ -43,20 +43,23 @@ enum WorkTemplate {
         on loop: UVLoop, configuration: ServerConfiguration, upstreamLimits: UpstreamLimits
     ) throws -> TaskTemplate<ServerKey> {
         let debounce = Duration.milliseconds(configuration.debounceMilliseconds)
+        let timeout: Duration? =
+            configuration.timeoutMilliseconds > 0 ? .milliseconds(configuration.timeoutMilliseconds) : nil
         // The templates capture what they need, values only, so that they are `Sendable`.
         switch configuration.work {
         case .sleep(let milliseconds):
-            return try .synchronous(debounce: debounce, after: .milliseconds(milliseconds)) { key, context in
+            return try .synchronous(debounce: debounce, timeout: timeout, after: .milliseconds(milliseconds)) {
+                key, context in
                 commit(context)
             }
         case .taskSleep(let milliseconds):
-            return try TaskTemplate<ServerKey>(debounce: debounce) { key, context in
+            return try TaskTemplate<ServerKey>(debounce: debounce, timeout: timeout) { key, context in
                 try await context.clock.sleep(for: .milliseconds(milliseconds))
                 commit(context)
             }
         case .upstream(let host, let port):
             let limits = upstreamLimits
-            return try TaskTemplate<ServerKey>(debounce: debounce) { key, context in
+            return try TaskTemplate<ServerKey>(debounce: debounce, timeout: timeout) { key, context in
                 try await limits.ping(host: host, port: port, on: loop)
                 commit(context)
             }
