@@ -138,17 +138,68 @@ struct TimeoutTests {
         h.finish()
     }
 
-    @Test func aLimitThatIsNotPositiveIsRefused() throws {
+    @Test func aLimitUnderANanosecondIsRefusedByEveryDeclaringCall() throws {
         let h = RegistryHarness<String>()
-        for limit in [Duration.zero, .milliseconds(-1)] {
-            #expect(throws: RegistryError.invalidDuration(name: "timeout", limit)) {
-                try h.registry.task("x", id: 1, timeout: limit) { _ in }
-            }
-            #expect(throws: RegistryError.invalidDuration(name: "timeout", limit)) {
-                try TaskTemplate<String>(timeout: limit) { _, _ in }
-            }
+        for limit in [Duration.zero, .milliseconds(-1), .nanoseconds(1) / 2] {
+            let refusal = RegistryError.invalidDuration(name: "timeout", limit)
+            #expect(refusal.description.contains("timeout must be at least 1 nanosecond"))
+            #expect(throws: refusal) { try h.registry.task("x", id: 1, timeout: limit) { _ in } }
+            #expect(throws: refusal) { try h.registry.task("x", tracking: { 1 }, timeout: limit) { _, _ in } }
+            #expect(throws: refusal) { try TaskTemplate<String>(timeout: limit) { _, _ in } }
+            #expect(throws: refusal) { try TaskTemplate<String>.synchronous(timeout: limit) { _, _ in } }
+            #expect(throws: refusal) { try TypedTaskTemplate<String, Int>(timeout: limit) { _, _, _ in } }
+            #expect(throws: refusal) { try TypedTaskTemplate<String, Int>.synchronous(timeout: limit) { _, _, _ in } }
         }
         #expect(try h.registry.contains("x") == false, "nothing was declared")
+        h.finish()
+    }
+
+    @Test func aLimitIsHeldOnlyWhileItsRunIsUnderWay() throws {
+        let h = RegistryHarness<String>()
+        let (loop, registry) = (h.loop, h.registry)
+        func limitsHeld() -> [Int] {
+            registry.core.timeLimitLists.values.map(\.count) + [registry.core.timeLimited.count]
+        }
+        try registry.task("a", id: 1, timeout: .seconds(60)) { context in
+            try await context.clock.sleep(for: .milliseconds(5))
+        }
+        try registry.task("b", id: 1, timeout: .seconds(60)) { context in
+            try await context.clock.sleep(for: .seconds(1))
+        }
+        try registry.task("c", id: 1, timeout: .seconds(60)) { context in
+            try await context.clock.sleep(for: .seconds(1))
+        }
+        loop.run()
+        #expect(limitsHeld() == [3, 3])
+        loop.advance(ms: 10)  // a finished
+        #expect(limitsHeld() == [2, 2])
+        try registry.remove("b")
+        try registry.task("c", id: 2, timeout: .seconds(60)) { _ in }  // c's run 1 cancelled, run 2 ends at once
+        loop.run()
+        #expect(limitsHeld() == [0, 0], "no run under way holds a limit")
+        #expect(registry.core.timeLimitLists.values.allSatisfy { $0.brokenInvariant() == nil })
+        h.finish()
+    }
+
+    @Test func underKeepRunningAGenerationWaitingForADelayedSynchronousRunStartsWhenItTimesOut() throws {
+        let h = RegistryHarness<String>()
+        let (loop, registry, log) = (h.loop, h.registry, h.log)
+        let work = try TaskTemplate<String>.synchronous(
+            policy: .keepRunning, timeout: .milliseconds(10), after: .milliseconds(30)
+        ) { _, context in
+            log.add("\(context.id(as: Int.self)!) at \(loop.now.nanoseconds / 1_000_000)")
+        }
+        try registry.task("a", id: 1, template: work)
+        loop.advance(ms: 5)
+        try registry.task("a", id: 2, template: work)  // waits for run 1
+        loop.advance(ms: 5)
+        // Run 1 timed out at 10 without its action; run 2 started then, and times out at 20.
+        #expect(log.take() == [])
+        #expect(try registry.phase(of: "a")?.description == "running")
+        loop.advance(ms: 30)
+        #expect(log.take() == [])
+        #expect(try registry.phase(of: "a")?.description == "cancelled(timedOut)")
+        #expect(try registry.counters.timedOut == 2)
         h.finish()
     }
 

@@ -5,13 +5,6 @@ struct ProgressEntry: DeadlineEntry {
     let deadline: UInt64
 }
 
-/// A run's time limit (`timeout:`): valid only while that generation is still the running one.
-struct TimeoutEntry: DeadlineEntry {
-    let record: AnyTaskRecord
-    let generation: UInt64
-    let deadline: UInt64
-}
-
 /// A synchronous run waiting out its delay: valid only while that generation is still the
 /// running one (a cancelled run is skipped when its entry comes due).
 struct SynchronousRunEntry: DeadlineEntry {

@@ -1,6 +1,12 @@
 import TaskLoopCore
 
-// Deadlines due: debounce windows and delayed progress signals.
+// Deadlines due: debounce windows, delayed progress signals and runs' time limits.
+
+/// Where the time limit of a run under way lives: its list and its node there.
+struct TimeLimitLink {
+    let limits: TimeLimits
+    let node: UInt32
+}
 extension RegistryCore {
     // MARK: - Deadlines
 
@@ -12,12 +18,21 @@ extension RegistryCore {
         carryOut(effects, on: record)
     }
 
-    /// A run's time limit passed: the run is cancelled (`timedOut`) if it is still current.
-    func timeoutDue(_ entry: TimeoutEntry) {
-        let record = entry.record
-        let effects = record.state.runTimedOut(generation: entry.generation, gate: gate(record), counters: &counters)
+    /// A run's time limit passed (its node is already out of its list): the run is cancelled
+    /// (`timedOut`).
+    func timeLimitPassed(_ limit: TimeLimits.Limit) {
+        let record = limit.record
+        timeLimited[ObjectIdentifier(record)] = nil
+        let effects = record.state.runTimedOut(generation: limit.generation, gate: gate(record), counters: &counters)
         carryOut(effects, on: record)
         noteQuiescence()
+    }
+
+    /// The run of `record` ended or was cancelled: its time limit, if it has one, goes.
+    @inline(never)
+    func releaseTimeLimit(_ record: AnyTaskRecord) {
+        guard let link = timeLimited.removeValue(forKey: ObjectIdentifier(record)) else { return }
+        link.limits.remove(link.node)
     }
 
     func progressDue(_ entry: ProgressEntry) {

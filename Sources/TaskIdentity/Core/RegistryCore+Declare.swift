@@ -52,6 +52,7 @@ extension RegistryCore {
         _ effects: TaskStateMachine.Effects, on record: AnyTaskRecord, endedRun: UInt64? = nil
     ) {
         if trace != nil { traceEffects(effects, on: record, endedRun: endedRun) }
+        if effects.endedRun != nil && !timeLimited.isEmpty { releaseTimeLimit(record) }
         if effects.stopThrottleTimer { throttles[ObjectIdentifier(record)]?.timer?.stop() }
         if effects.cancelTask {
             record.runningTask?.cancel()

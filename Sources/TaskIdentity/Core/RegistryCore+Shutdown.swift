@@ -14,11 +14,12 @@ extension RegistryCore {
         for windows in debounceWindows.values { windows.close() }
         for queue in progressQueues.values { queue.close() }
         for queue in synchronousQueues.values { queue.close() }
-        for queue in timeoutQueues.values { queue.close() }
+        for list in timeLimitLists.values { list.close() }
         debounceWindows = [:]
         progressQueues = [:]
         synchronousQueues = [:]
-        timeoutQueues = [:]
+        timeLimitLists = [:]
+        timeLimited = [:]
         optionsTable = [:]
         for state in throttles.values {
             state.timer?.close()

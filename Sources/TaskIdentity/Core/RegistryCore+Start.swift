@@ -75,7 +75,7 @@ extension RegistryCore {
         #if TASKIDENTITY_INTERNAL_CHECKS
             checkInvariants(record)
         #endif
-        if let queue = record.options.timeoutQueue { armTimeLimit(record, generation: generation, kind: kind, queue) }
+        if let list = record.options.timeLimits { armTimeLimit(record, generation: generation, kind: kind, list) }
         switch body {
         case .task(let action):
             startTask(record, generation: generation, action)
@@ -97,25 +97,16 @@ extension RegistryCore {
     }
 
     /// Arms the time limit (`timeout:`) of the run `generation` of `record`, just started.
-    /// Apart from the hot path: most tasks have no limit.
+    /// Apart from the hot path: most tasks have no limit. (A synchronous action called at once
+    /// ends its run before `start` returns; the options hold no list for a limit at least as
+    /// long as a synchronous delay.)
     @inline(never)
     func armTimeLimit(
-        _ record: AnyTaskRecord, generation: UInt64, kind: TaskStateMachine.ActiveKind,
-        _ queue: DeadlineQueue<TimeoutEntry>
+        _ record: AnyTaskRecord, generation: UInt64, kind: TaskStateMachine.ActiveKind, _ list: TimeLimits
     ) {
-        switch kind {
-        case .task:
-            break
-        case .synchronousExecuting:
-            return  // ends before `start` returns
-        case .synchronousDelayed:
-            // Its action is called, and the run ended, no later than a limit at least as long
-            // as its delay (an action holds the loop, so no limit fires inside it): only a
-            // shorter limit is watched.
-            guard queue.delayNanoseconds < (record.options.synchronousQueue?.delayNanoseconds ?? 0) else { return }
-        }
-        let deadline = LoopInstant.nanoseconds(unretainedLoop.now.nanoseconds, plus: queue.delayNanoseconds)
-        queue.push(TimeoutEntry(record: record, generation: generation, deadline: deadline))
+        guard kind != .synchronousExecuting else { return }
+        let node = list.add(record, generation: generation, now: unretainedLoop.now.nanoseconds)
+        timeLimited[ObjectIdentifier(record)] = TimeLimitLink(limits: list, node: node)
     }
 
     /// Starts the run's Swift task, on the loop or on the task's executor, and its progress
@@ -212,6 +203,16 @@ extension RegistryCore {
     }
 
     func synchronousRunDue(_ entry: SynchronousRunEntry) {
+        // A loop running late may find the delay and a shorter limit both passed, the delay's
+        // timer first: the limit wins, as it would have on time.
+        if !timeLimited.isEmpty, let link = timeLimited[ObjectIdentifier(entry.record)] {
+            let limit = link.limits.limit(link.node)
+            if limit.generation == entry.generation && limit.deadline <= unretainedLoop.now.nanoseconds {
+                link.limits.remove(link.node)
+                timeLimitPassed(limit)
+                return
+            }
+        }
         guard entry.record.state.synchronousRunDue(generation: entry.generation) else { return }  // cancelled
         runSynchronously(entry.record, generation: entry.generation, identity: entry.identity, action: entry.action)
     }

@@ -51,7 +51,7 @@ extension RegistryCore {
 
     /// Timers the registry holds open (deadline queues and throttle timers), for tests.
     var openTimerCount: Int {
-        debounceWindows.count + progressQueues.count + synchronousQueues.count + timeoutQueues.count
+        debounceWindows.count + progressQueues.count + synchronousQueues.count + timeLimitLists.count
             + throttles.values.filter { $0.timer != nil }.count
     }
 }

@@ -30,7 +30,12 @@ final class RegistryCore: @unchecked Sendable {
     var debounceWindows: [UInt64: DebounceWindows] = [:]
     var progressQueues: [UInt64: DeadlineQueue<ProgressEntry>] = [:]
     var synchronousQueues: [UInt64: DeadlineQueue<SynchronousRunEntry>] = [:]
-    var timeoutQueues: [UInt64: DeadlineQueue<TimeoutEntry>] = [:]
+    var timeLimitLists: [UInt64: TimeLimits] = [:]
+    /// The node of each run under way that has a time limit, by its record (a record has one
+    /// current run at most), so that the node goes when the run ends or is cancelled: off the
+    /// record, since most tasks have no limit. Unchecked exclusivity: loop thread only, read
+    /// on every run's end.
+    @exclusivity(unchecked) var timeLimited: [ObjectIdentifier: TimeLimitLink] = [:]
     /// Throttle state of throttled tasks, off the record (most tasks are not throttled, and a
     /// record's size is the footprint per slot). Unchecked exclusivity: loop thread only.
     @exclusivity(unchecked) var throttles: [ObjectIdentifier: ThrottleState] = [:]
@@ -124,15 +129,24 @@ final class RegistryCore: @unchecked Sendable {
                 self.synchronousRunDue(entry)
             }
         }
-        var timeoutQueue: DeadlineQueue<TimeoutEntry>?
-        if let limit = values.timeout.map({ UInt64($0.clampedNanoseconds) }) {
-            timeoutQueue = try deadlineQueue(in: &timeoutQueues, delay: limit) { [unowned self] entry in
-                self.timeoutDue(entry)
+        var timeLimits: TimeLimits?
+        // A synchronous run's action, called after its delay, ends the run before a limit at
+        // least that long could pass: such a limit needs no list and no timer.
+        if let limit = values.timeout.map({ UInt64($0.clampedNanoseconds) }),
+            synchronousDelay == 0 || limit < synchronousDelay
+        {
+            if let existing = timeLimitLists[limit] {
+                timeLimits = existing
+            } else {
+                let created = TimeLimits(limitNanoseconds: limit)
+                try created.attach(to: loop) { [unowned self] limit in self.timeLimitPassed(limit) }
+                timeLimitLists[limit] = created
+                timeLimits = created
             }
         }
         let options = TaskOptions(
             values: values, debounceWindows: windows, progressQueue: progressQueue,
-            synchronousQueue: synchronousQueue, timeoutQueue: timeoutQueue, template: template)
+            synchronousQueue: synchronousQueue, timeLimits: timeLimits, template: template)
         optionsTable[values] = options
         return options
     }

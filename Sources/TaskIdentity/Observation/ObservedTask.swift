@@ -68,8 +68,7 @@ extension TaskRegistry {
     ///   - executor: as for `task(_:name:id:…)`.
     ///   - action: the work, given the identity's value and the run's context.
     /// - Throws: `RegistryError.calledOffLoopThread` off the loop thread; `.shutDown` after
-    ///   shutdown; `.invalidDuration` for a negative duration or a `timeout` that is not
-    ///   positive.
+    ///   shutdown; `.invalidDuration` for a negative duration or a `timeout` under a nanosecond.
     /// - Note: Loop thread only: `identity` captures loop-confined state.
     public func task<ID: Hashable & Sendable>(
         _ key: Key,

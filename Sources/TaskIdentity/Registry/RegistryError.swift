@@ -36,7 +36,7 @@ public struct RegistryError: Error, Hashable, Sendable, CustomStringConvertible 
         /// queued for the loop. It was not queued; `await flush()` and call again.
         public static let overloaded = Code(base: .overloaded)
         /// A debounce, throttle, progress delay or synchronous delay was negative, or a time limit
-        /// (`timeout:`) was not positive.
+        /// (`timeout:`) was shorter than a nanosecond.
         public static let invalidDuration = Code(base: .invalidDuration)
         /// A call that must be made on the registry's loop thread was made elsewhere: a
         /// synchronous query (use its async form), or an observed task's declaration.
@@ -123,11 +123,13 @@ public struct RegistryError: Error, Hashable, Sendable, CustomStringConvertible 
     /// `RegistryError(.calledOffLoopThread)`.
     public static let calledOffLoopThread = RegistryError(.calledOffLoopThread)
 
-    /// The option `name` was given the negative duration `value`.
+    /// The option `name` was given the duration `value`: negative, or for `timeout`, shorter
+    /// than a nanosecond.
     ///
     /// May be called from any thread.
     public static func invalidDuration(name: String, _ value: Duration) -> RegistryError {
-        RegistryError(.invalidDuration, detail: "\(name) must not be negative (got \(value))")
+        let rule = name == "timeout" ? "must be at least 1 nanosecond" : "must not be negative"
+        return RegistryError(.invalidDuration, detail: "\(name) \(rule) (got \(value))")
     }
 
     /// `maxObservationDepth` was given `value`, below 1.

@@ -182,7 +182,8 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
     ///     this long, so fast runs never flash a spinner.
     ///   - timeout: a time limit for each run, from its start, on the loop's timers (no extra
     ///     Swift task): a run still running when it passes is cancelled, phase
-    ///     `cancelled(.timedOut)`. nil (the default): no limit.
+    ///     `cancelled(.timedOut)`. As after a failure, the task keeps its identity: declaring
+    ///     the same id again does not run it again. nil (the default): no limit.
     ///   - executor: where the action runs: the registry's loop (the default), `.global` for
     ///     actions that compute, or any `TaskExecutor` (see `ActionExecutor`). The bookkeeping
     ///     stays on the loop either way; off the loop, commit with `commitOnLoop`.
@@ -190,7 +191,7 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
     ///     Usually a trailing closure; passed by name it needs its `action:` label, since the
     ///     `id:` values before it are variadic.
     /// - Throws: `RegistryError.shutDown` after shutdown; `.invalidDuration` for a negative
-    ///   duration or a `timeout` that is not positive; from another thread, `.loopNotStarted` before the loop starts and
+    ///   duration or a `timeout` under a nanosecond; from another thread, `.loopNotStarted` before the loop starts and
     ///   `.overloaded` when `configuration.postedCallLimit` calls are already queued for the loop.
     /// - Note: May be called from any thread, and never blocks it. On the loop thread it acts at
     ///   once. From another thread it is queued for the loop (one wake-up per batch of calls)

@@ -27,7 +27,7 @@ final class TaskOptions: @unchecked Sendable {
         @usableFromInline var executor: ActionExecutor
 
         /// - Throws: `RegistryError.invalidDuration` for a negative duration, or a time limit
-        ///   that is not positive.
+        ///   under a nanosecond.
         @inlinable
         init(
             priority: TaskPriority, policy: RestartPolicy, debounce: Duration, throttle: Duration,
@@ -41,7 +41,8 @@ final class TaskOptions: @unchecked Sendable {
                 throw RegistryError.invalidDuration(name: "progressDelay", progressDelay)
             }
             if synchronousDelay < .zero { throw RegistryError.invalidDuration(name: "after", synchronousDelay) }
-            if let timeout, timeout <= .zero { throw RegistryError.invalidDuration(name: "timeout", timeout) }
+            // Below a nanosecond is zero on the loop's clock: no limit at all, not a limit of none.
+            if let timeout, timeout < .nanoseconds(1) { throw RegistryError.invalidDuration(name: "timeout", timeout) }
             self.priority = priority.rawValue
             self.policy = policy
             self.debounce = debounce
@@ -65,15 +66,15 @@ final class TaskOptions: @unchecked Sendable {
     let progressQueue: DeadlineQueue<ProgressEntry>?
     /// The queue of synchronous runs waiting out `values.synchronousDelay`, if it is not zero.
     let synchronousQueue: DeadlineQueue<SynchronousRunEntry>?
-    /// The queue of running runs' time limits (`values.timeout`), if there is one.
-    let timeoutQueue: DeadlineQueue<TimeoutEntry>?
+    /// The list of the time limits (`values.timeout`) of runs under way, if there is one.
+    let timeLimits: TimeLimits?
     /// The template whose declaration interned these options, if one did: a later declaration
     /// of the same template finds its options by identity, without comparing `values`.
     @usableFromInline let template: AnyObject?
 
     init(
         values: Values, debounceWindows: DebounceWindows?, progressQueue: DeadlineQueue<ProgressEntry>?,
-        synchronousQueue: DeadlineQueue<SynchronousRunEntry>?, timeoutQueue: DeadlineQueue<TimeoutEntry>?,
+        synchronousQueue: DeadlineQueue<SynchronousRunEntry>?, timeLimits: TimeLimits?,
         template: AnyObject?
     ) {
         self.template = template
@@ -85,6 +86,6 @@ final class TaskOptions: @unchecked Sendable {
         self.debounceWindows = debounceWindows
         self.progressQueue = progressQueue
         self.synchronousQueue = synchronousQueue
-        self.timeoutQueue = timeoutQueue
+        self.timeLimits = timeLimits
     }
 }

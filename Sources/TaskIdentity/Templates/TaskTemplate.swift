@@ -33,8 +33,7 @@ public final class TaskTemplate<Key: Hashable & Sendable>: Sendable {
     ///   - timeout: each run's time limit, from its start (nil: none).
     ///   - executor: where the action runs (see `ActionExecutor`).
     ///   - action: the work, given the slot's key and the run's context.
-    /// - Throws: `RegistryError.invalidDuration` for a negative duration or a `timeout` that is
-    ///   not positive.
+    /// - Throws: `RegistryError.invalidDuration` for a negative duration or a `timeout` under a nanosecond.
     /// - Note: May be called from any thread.
     public init(
         name: TaskName = .main,
@@ -95,8 +94,7 @@ public final class TaskTemplate<Key: Hashable & Sendable>: Sendable {
     ///   - action: called on the loop thread with the slot's key and the run's context. It must
     ///     not block: the loop waits for it. If it throws, the run ends `failed` (or
     ///     `cancelled`, for a `CancellationError`).
-    /// - Throws: `RegistryError.invalidDuration` for a negative duration or a `timeout` that is
-    ///   not positive.
+    /// - Throws: `RegistryError.invalidDuration` for a negative duration or a `timeout` under a nanosecond.
     /// - Note: May be called from any thread.
     public static func synchronous(
         name: TaskName = .main,

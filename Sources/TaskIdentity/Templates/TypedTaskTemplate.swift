@@ -35,8 +35,7 @@ public final class TypedTaskTemplate<Key: Hashable & Sendable, ID: Hashable & Se
     ///   - timeout: each run's time limit, from its start (nil: none).
     ///   - executor: where the action runs (default: the registry's loop).
     ///   - action: the work, given the slot's key, the identity and the run's context.
-    /// - Throws: `RegistryError.invalidDuration` for a negative duration or a `timeout` that is
-    ///   not positive.
+    /// - Throws: `RegistryError.invalidDuration` for a negative duration or a `timeout` under a nanosecond.
     /// - Note: May be called from any thread.
     public convenience init(
         name: TaskName = .main,
@@ -63,8 +62,7 @@ public final class TypedTaskTemplate<Key: Hashable & Sendable, ID: Hashable & Se
 
     /// Makes a template whose runs need no Swift task; see `TaskTemplate.synchronous`.
     ///
-    /// - Throws: `RegistryError.invalidDuration` for a negative duration or a `timeout` that is
-    ///   not positive.
+    /// - Throws: `RegistryError.invalidDuration` for a negative duration or a `timeout` under a nanosecond.
     /// - Note: May be called from any thread.
     public static func synchronous(
         name: TaskName = .main,

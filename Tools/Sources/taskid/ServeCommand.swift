@@ -55,8 +55,8 @@ struct ServeCommand: AsyncParsableCommand {
             "Time limit of every run, in milliseconds (0: none).",
             discussion: """
                 A run still running when it passes is cancelled: GET keeps the key's last \
-                finished id, and TASK.PHASE answers cancelled(timedOut). With sleep:MS, a \
-                limit of at least MS never fires.
+                finished id, TASK.PHASE answers cancelled(timedOut), and a SET of the same id \
+                again does nothing. With sleep:MS, a limit of at least MS never fires.
                 """))
     var timeoutMilliseconds = 0
 
