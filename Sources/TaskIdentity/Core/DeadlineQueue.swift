@@ -17,7 +17,7 @@ import TaskLoopCore
 /// makes one firing find nothing due.
 ///
 /// Loop thread only.
-final class DeadlineQueue<Entry: DeadlineEntry> {
+final class DeadlineQueue<Entry: DeadlineEntry>: DeadlineList {
     let delayNanoseconds: UInt64
     // Entries carry their own deadline, beside fields of their own of the same alignment.
     // @exclusivity(unchecked), these three: loop thread only, and no access is held across a
@@ -75,6 +75,19 @@ final class DeadlineQueue<Entry: DeadlineEntry> {
         timer = nil
         armed = false
     }
+}
+
+/// A registry's list of deadlines of one fixed delay, with one loop timer: `DeadlineQueue`,
+/// `DebounceWindows` and `TimeLimits`, made and shared per delay by
+/// `RegistryCore.deadlineList(in:delay:onDue:)`. Loop thread only.
+protocol DeadlineList: AnyObject {
+    /// What the list hands its owner when a deadline passes.
+    associatedtype Due
+    init(delayNanoseconds: UInt64)
+    /// Creates the loop timer; `onDue` is called with each deadline that passes, in order.
+    func attach(to loop: any TaskLoop, onDue: @escaping (_ due: Due) -> Void) throws(LoopError)
+    /// Drops everything still listed and closes the timer.
+    func close()
 }
 
 /// An entry of a `DeadlineQueue`: something due at `deadline` (nanoseconds of loop time).

@@ -26,7 +26,7 @@ import TaskLoopCore
 /// nothing due.
 ///
 /// Loop thread only.
-final class DebounceWindows {
+final class DebounceWindows: DeadlineList {
     let delayNanoseconds: UInt64
     /// The linked records, in the order their windows close. @exclusivity(unchecked): loop
     /// thread only, and no access to it calls anything that reaches the list; checked, every
@@ -44,7 +44,7 @@ final class DebounceWindows {
 
     /// Creates the loop timer. Separate from `init` because it can fail (loop shut down).
     /// `onDue` is called with each record whose window closes, in the order they close.
-    func attach(to loop: any TaskLoop, onDue: @escaping (_ record: AnyTaskRecord) -> Void) throws(LoopError) {
+    func attach(to loop: any TaskLoop, onDue: @escaping (_ due: AnyTaskRecord) -> Void) throws(LoopError) {
         // The loop unowned, as in the loop's own timers: the loop owns its timers, so a strong
         // reference here would be a cycle through this closure when the loop is dropped.
         timer = try loop.makeTimer { [unowned self, unowned loop] in

@@ -106,27 +106,19 @@ final class RegistryCore: @unchecked Sendable {
         var windows: DebounceWindows?
         let debounce = UInt64(values.debounce.clampedNanoseconds)
         if debounce > 0 {
-            if let existing = debounceWindows[debounce] {
-                windows = existing
-            } else {
-                let created = DebounceWindows(delayNanoseconds: debounce)
-                try created.attach(to: loop) { [unowned self] record in self.debounceDue(record) }
-                debounceWindows[debounce] = created
-                windows = created
-            }
+            windows = try deadlineList(in: &debounceWindows, delay: debounce) { [unowned self] in self.debounceDue($0) }
         }
         var progressQueue: DeadlineQueue<ProgressEntry>?
         if let delay = values.progressDelay.map({ UInt64($0.clampedNanoseconds) }) {
-            progressQueue = try deadlineQueue(in: &progressQueues, delay: delay) { [unowned self] entry in
-                self.progressDue(entry)
+            progressQueue = try deadlineList(in: &progressQueues, delay: delay) {
+                [unowned self] in self.progressDue($0)
             }
         }
         var synchronousQueue: DeadlineQueue<SynchronousRunEntry>?
         let synchronousDelay = UInt64(values.synchronousDelay.clampedNanoseconds)
         if synchronousDelay > 0 {
-            synchronousQueue = try deadlineQueue(in: &synchronousQueues, delay: synchronousDelay) {
-                [unowned self] entry in
-                self.synchronousRunDue(entry)
+            synchronousQueue = try deadlineList(in: &synchronousQueues, delay: synchronousDelay) {
+                [unowned self] in self.synchronousRunDue($0)
             }
         }
         var timeLimits: TimeLimits?
@@ -135,13 +127,8 @@ final class RegistryCore: @unchecked Sendable {
         if let limit = values.timeout.map({ UInt64($0.clampedNanoseconds) }),
             synchronousDelay == 0 || limit < synchronousDelay
         {
-            if let existing = timeLimitLists[limit] {
-                timeLimits = existing
-            } else {
-                let created = TimeLimits(limitNanoseconds: limit)
-                try created.attach(to: loop) { [unowned self] limit in self.timeLimitPassed(limit) }
-                timeLimitLists[limit] = created
-                timeLimits = created
+            timeLimits = try deadlineList(in: &timeLimitLists, delay: limit) { [unowned self] in
+                self.timeLimitPassed($0)
             }
         }
         let options = TaskOptions(
@@ -151,14 +138,15 @@ final class RegistryCore: @unchecked Sendable {
         return options
     }
 
-    func deadlineQueue<Entry>(
-        in table: inout [UInt64: DeadlineQueue<Entry>], delay: UInt64, onDue: @escaping (Entry) -> Void
-    ) throws(LoopError) -> DeadlineQueue<Entry> {
-        if let queue = table[delay] { return queue }
-        let queue = DeadlineQueue<Entry>(delayNanoseconds: delay)
-        try queue.attach(to: loop, onDue: onDue)
-        table[delay] = queue
-        return queue
+    /// The registry's list of `delay` in `table`, made (with its loop timer) on first use.
+    func deadlineList<List: DeadlineList>(
+        in table: inout [UInt64: List], delay: UInt64, onDue: @escaping (List.Due) -> Void
+    ) throws(LoopError) -> List {
+        if let list = table[delay] { return list }
+        let list = List(delayNanoseconds: delay)
+        try list.attach(to: loop, onDue: onDue)
+        table[delay] = list
+        return list
     }
 }
 

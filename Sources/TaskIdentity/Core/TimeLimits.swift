@@ -4,7 +4,7 @@ import TaskLoopCore
 /// one node per running run that has a limit, taken out as soon as the run ends or is
 /// cancelled, so that a registry holds a node, and its record, only while the run is live.
 ///
-/// Every limit of one list lasts the same `limitNanoseconds` from its run's start, so the order
+/// Every limit of one list lasts the same `delayNanoseconds` from its run's start, so the order
 /// of starting is the order of passing: appending keeps the list sorted. Nodes live in a
 /// `NodeList`; the core keeps each record's node number beside the list
 /// (`RegistryCore.timeLimited`), since most records never have a limit.
@@ -13,7 +13,7 @@ import TaskLoopCore
 /// after each firing; a head taken out meanwhile makes one firing find nothing due.
 ///
 /// Loop thread only.
-final class TimeLimits {
+final class TimeLimits: DeadlineList {
     /// What a node holds: the run and when its limit passes.
     struct Limit {
         let record: AnyTaskRecord
@@ -21,15 +21,15 @@ final class TimeLimits {
         let deadline: UInt64
     }
 
-    let limitNanoseconds: UInt64
+    let delayNanoseconds: UInt64
     /// The runs' limits, in the order they pass. @exclusivity(unchecked): loop thread only, and
     /// no access to it calls anything that reaches the list (docs/safety.md).
     @exclusivity(unchecked) private var nodes = NodeList<Limit>()
     private var timer: (any LoopTimer)?
     private var armed = false
 
-    init(limitNanoseconds: UInt64) {
-        self.limitNanoseconds = limitNanoseconds
+    init(delayNanoseconds: UInt64) {
+        self.delayNanoseconds = delayNanoseconds
     }
 
     /// Limits of runs under way, for tests.
@@ -37,7 +37,7 @@ final class TimeLimits {
 
     /// Creates the loop timer. Separate from `init` because it can fail (loop shut down).
     /// `onDue` is called with each limit that passes, in order, after its node is gone.
-    func attach(to loop: any TaskLoop, onDue: @escaping (_ limit: Limit) -> Void) throws(LoopError) {
+    func attach(to loop: any TaskLoop, onDue: @escaping (_ due: Limit) -> Void) throws(LoopError) {
         // The loop unowned, as in the loop's own timers: the loop owns its timers, so a strong
         // reference here would be a cycle through this closure when the loop is dropped.
         timer = try loop.makeTimer { [unowned self, unowned loop] in
@@ -48,7 +48,7 @@ final class TimeLimits {
     /// Adds the limit of the run `generation` of `record`, which starts now (`now`), and
     /// returns its node's number.
     func add(_ record: AnyTaskRecord, generation: UInt64, now: UInt64) -> UInt32 {
-        let deadline = LoopInstant.nanoseconds(now, plus: limitNanoseconds)
+        let deadline = LoopInstant.nanoseconds(now, plus: delayNanoseconds)
         let number = nodes.append(Limit(record: record, generation: generation, deadline: deadline))
         if !armed {
             armed = true

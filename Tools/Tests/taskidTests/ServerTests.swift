@@ -150,6 +150,18 @@ extension Logger {
 }
 
 /// A server on an ephemeral loopback port and a client loop; always shut down cleanly.
+/// Polls TASK.PHASE until the key's latest run has ended (no fixed wait); returns the phase.
+func endedPhase(of key: String, _ client: TestClient) async throws -> String {
+    while true {
+        try await client.send("TASK.PHASE \(key)\r\n")
+        let phase = try await client.replies(1)[0]
+        if phase.hasPrefix("+finished") || phase.hasPrefix("+failed") || phase.hasPrefix("+cancelled") {
+            return phase
+        }
+        await Task.yield()
+    }
+}
+
 func withServer(
     _ configure: (inout ServerConfiguration) -> Void = { _ in },
     _ body: (RegistryServer, UVLoop) async throws -> Void

@@ -6,18 +6,6 @@ import UVLoop
 /// `--timeout-ms`: a run past its time limit is cancelled, and GET keeps what finished before.
 @Suite("taskid serve: runs' time limit")
 struct TimeLimitTests {
-    /// Polls TASK.PHASE until the key's latest run has ended (no fixed wait); returns the phase.
-    func endedPhase(of key: String, _ client: TestClient) async throws -> String {
-        while true {
-            try await client.send("TASK.PHASE \(key)\r\n")
-            let phase = try await client.replies(1)[0]
-            if phase.hasPrefix("+finished") || phase.hasPrefix("+failed") || phase.hasPrefix("+cancelled") {
-                return phase
-            }
-            await Task.yield()
-        }
-    }
-
     @Test func aRunPastTheLimitIsCancelledAndGetKeepsTheLastFinishedID() async throws {
         try await withServer({
             $0.work = .taskSleep(milliseconds: 600_000)

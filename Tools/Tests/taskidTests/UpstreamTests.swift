@@ -28,18 +28,6 @@ struct UpstreamTests {
         func shutdown() throws { try loop.syncShutdown() }
     }
 
-    /// Polls TASK.PHASE until the key's run has ended; returns the phase.
-    func finalPhase(of key: String, _ client: TestClient) async throws -> String {
-        while true {
-            try await client.send("TASK.PHASE \(key)\r\n")
-            let phase = try await client.replies(1)[0]
-            if phase.hasPrefix("+finished") || phase.hasPrefix("+failed") || phase.hasPrefix("+cancelled") {
-                return phase
-            }
-            await Task.yield()
-        }
-    }
-
     @Test func aSilentUpstreamFailsTheRunAtTheReplyTimeOut() async throws {
         let upstream = try await SilentUpstream()
         try await withServer({
@@ -50,7 +38,7 @@ struct UpstreamTests {
             try await client.connect()
             try await client.send("SET k 1\r\n")
             #expect(try await client.replies(1) == ["+OK"])
-            #expect(try await finalPhase(of: "k", client) == "+failed(upstream reply timed out after 50 ms)")
+            #expect(try await endedPhase(of: "k", client) == "+failed(upstream reply timed out after 50 ms)")
             #expect(server.upstreamLimits.openCount == 0, "the connection was closed and its slot given back")
         }
         try upstream.shutdown()
@@ -70,7 +58,7 @@ struct UpstreamTests {
             while server.upstreamLimits.openCount < 2 { await Task.yield() }
             try await client.send("SET c 1\r\n")
             #expect(try await client.replies(1) == ["+OK"])
-            #expect(try await finalPhase(of: "c", client) == "+failed(upstream connections at their cap (2))")
+            #expect(try await endedPhase(of: "c", client) == "+failed(upstream connections at their cap (2))")
             try await client.send("TASK.PHASE a\r\n")
             #expect(try await client.replies(1) == ["+running"])
         }
@@ -98,7 +86,7 @@ struct UpstreamTests {
             for index in 0..<8 {
                 try await client.send("SET k\(index) 1\r\n")
                 _ = try await client.replies(1)
-                phases.append(try await finalPhase(of: "k\(index)", client))
+                phases.append(try await endedPhase(of: "k\(index)", client))
             }
             #expect(phases.contains("+failed(upstream connect timed out after 50 ms)"), "\(phases)")
         }
