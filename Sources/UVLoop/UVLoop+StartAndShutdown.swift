@@ -1,5 +1,6 @@
 import CLibUV
 import Synchronization
+
 #if canImport(Darwin)
     import Darwin
 #elseif canImport(Glibc)

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import TaskIdentity
 
 // The table itself: for every state, what each event does (written by hand from the rules).
@@ -24,6 +25,7 @@ extension StateMachineTable {
                     "none none g0/0 ending1 idle |  | "
                 ),
                 .previousRunEnded: .traps,
+                .startLimited: .traps, .admitted: .traps,
             ]
         ),
         (
@@ -58,6 +60,7 @@ extension StateMachineTable {
                 ),
                 .inheritEndingRuns: .traps,
                 .previousRunEnded: .traps,
+                .startLimited: .traps, .admitted: .traps,
             ]
         ),
         (
@@ -101,6 +104,7 @@ extension StateMachineTable {
                 ),
                 .inheritEndingRuns: .traps,
                 .previousRunEnded: .traps,
+                .startLimited: .traps, .admitted: .traps,
             ]
         ),
         (
@@ -135,6 +139,7 @@ extension StateMachineTable {
                 ),
                 .inheritEndingRuns: .traps,
                 .previousRunEnded: .traps,
+                .startLimited: .traps, .admitted: .traps,
             ]
         ),
         (
@@ -171,6 +176,7 @@ extension StateMachineTable {
                 .previousRunEnded: .becomes(
                     "startQueued none g2/1 ending0 waiting inQueue | next=queueStart | "
                 ),
+                .startLimited: .traps, .admitted: .traps,
             ]
         ),
         (
@@ -202,6 +208,41 @@ extension StateMachineTable {
                 ),
                 .inheritEndingRuns: .traps,
                 .previousRunEnded: .traps,
+                .startLimited: .becomes(
+                    "startLimited none g1/0 ending0 waiting | waiting(g1) | queued+1 queueLength+1"), .admitted: .traps,
+            ]
+        ),
+        (
+            .limitQueued,
+            [
+                .declareEqual: .unchanged,
+                .declareNew: .becomes(
+                    "startQueued none g2/0 ending0 waiting inQueue | endedPending(g1 cancelled(supersededByPolicy)) next=queueStart | declared+1 coalesced+1 queueLength-1"
+                ),
+                .declareNewDebounced: .becomes(
+                    "debouncing none g2/0 ending0 waiting | endedPending(g1 cancelled(supersededByPolicy)) next=waitForDebounce(deadline: 150) waiting(g2) | declared+1 coalesced+1 queueLength-1"
+                ),
+                .declareNewKeepRunning: .becomes(
+                    "startQueued none g2/0 ending0 waiting inQueue | endedPending(g1 cancelled(supersededByPolicy)) next=queueStart | declared+1 coalesced+1 queueLength-1"
+                ),
+                .startAllowed: .traps,
+                .runEndedCurrent: .traps, .runEndedCancelled: .traps,
+                .remove: .becomes(
+                    "none none g1/0 ending0 cancelled(removed) removed | dropPending endedPending(g1 cancelled(removed)) | cancelled+1 queueLength-1 liveGenerations-1"
+                ),
+                .removeAtShutdown: .becomes(
+                    "none none g1/0 ending0 cancelled(registryShutDown) removed | dropPending endedPending(g1 cancelled(registryShutDown)) | cancelled+1 queueLength-1 liveGenerations-1"
+                ),
+                .cancelByCaller: .becomes(
+                    "none none g1/0 ending0 cancelled(cancelledByCaller) | dropPending endedPending(g1 cancelled(cancelledByCaller)) | cancelled+1 queueLength-1 liveGenerations-1"
+                ),
+                .dropPending: .becomes(
+                    "none none g1/0 ending0 cancelled(pendingDropped) | dropPending endedPending(g1 cancelled(pendingDropped)) | cancelled+1 queueLength-1 liveGenerations-1"
+                ),
+                .inheritEndingRuns: .traps,
+                .previousRunEnded: .traps,
+                .startLimited: .traps,
+                .admitted: .becomes("startQueued none g1/0 ending0 waiting inQueue |  | queueLength-1"),
             ]
         ),
         (
@@ -237,6 +278,7 @@ extension StateMachineTable {
                 ),
                 .inheritEndingRuns: .traps,
                 .previousRunEnded: .traps,
+                .startLimited: .becomes("debouncing none g2/0 ending0 waiting | result=skip | "), .admitted: .traps,
             ]
         ),
         (
@@ -273,6 +315,7 @@ extension StateMachineTable {
                 ),
                 .inheritEndingRuns: .traps,
                 .previousRunEnded: .traps,
+                .startLimited: .traps, .admitted: .traps,
             ]
         ),
         (
@@ -280,31 +323,32 @@ extension StateMachineTable {
             [
                 .declareEqual: .unchanged,
                 .declareNew: .becomes(
-                    "startQueued none g2/1 ending0 waiting inQueue | dropTask endedRun(g1 cancelled(identityChanged)) next=queueStart | declared+1 cancelled+1 runningActions-1"
+                    "startQueued none g2/1 ending0 waiting inQueue | dropTask actionNeverCalled endedRun(g1 cancelled(identityChanged)) next=queueStart | declared+1 cancelled+1 runningActions-1"
                 ),
                 .declareNewDebounced: .becomes(
-                    "debouncing none g2/1 ending0 waiting | dropTask endedRun(g1 cancelled(identityChanged)) next=waitForDebounce(deadline: 150) waiting(g2) | declared+1 cancelled+1 runningActions-1"
+                    "debouncing none g2/1 ending0 waiting | dropTask actionNeverCalled endedRun(g1 cancelled(identityChanged)) next=waitForDebounce(deadline: 150) waiting(g2) | declared+1 cancelled+1 runningActions-1"
                 ),
                 .declareNewKeepRunning: .becomes(
                     "awaitingPrevious synchronousDelayed g2/1 ending0 waiting | next=waitForPrevious waiting(g2) | declared+1 liveGenerations+1"
                 ),
                 .startAllowed: .traps, .runEndedCurrent: .traps, .runEndedCancelled: .traps,
                 .remove: .becomes(
-                    "none none g1/1 ending0 cancelled(removed) removed | dropTask endedRun(g1 cancelled(removed)) | cancelled+1 runningActions-1 liveGenerations-1"
+                    "none none g1/1 ending0 cancelled(removed) removed | dropTask actionNeverCalled endedRun(g1 cancelled(removed)) | cancelled+1 runningActions-1 liveGenerations-1"
                 ),
                 .removeAtShutdown: .becomes(
-                    "none none g1/1 ending0 cancelled(registryShutDown) removed | dropTask endedRun(g1 cancelled(registryShutDown)) | cancelled+1 runningActions-1 liveGenerations-1"
+                    "none none g1/1 ending0 cancelled(registryShutDown) removed | dropTask actionNeverCalled endedRun(g1 cancelled(registryShutDown)) | cancelled+1 runningActions-1 liveGenerations-1"
                 ),
                 .progressDue: .becomes("none synchronousDelayed g1/1 ending0 running progress | result=true | "),
                 .synchronousRunDue: .becomes("none synchronousExecuting g1/1 ending0 running | result=true | "),
                 .cancelByCaller: .becomes(
-                    "none none g1/1 ending0 cancelled(cancelledByCaller) | dropTask endedRun(g1 cancelled(cancelledByCaller)) | cancelled+1 runningActions-1 liveGenerations-1"
+                    "none none g1/1 ending0 cancelled(cancelledByCaller) | dropTask actionNeverCalled endedRun(g1 cancelled(cancelledByCaller)) | cancelled+1 runningActions-1 liveGenerations-1"
                 ),
                 .runTimedOut: .becomes(
-                    "none none g1/1 ending0 cancelled(timedOut) | dropTask endedRun(g1 cancelled(timedOut)) | cancelled+1 timedOut+1 runningActions-1 liveGenerations-1"
+                    "none none g1/1 ending0 cancelled(timedOut) | dropTask actionNeverCalled endedRun(g1 cancelled(timedOut)) | cancelled+1 timedOut+1 runningActions-1 liveGenerations-1"
                 ),
                 .inheritEndingRuns: .traps,
                 .previousRunEnded: .traps,
+                .startLimited: .traps, .admitted: .traps,
             ]
         ),
         (
@@ -339,6 +383,7 @@ extension StateMachineTable {
                 .runTimedOut: .traps,
                 .inheritEndingRuns: .traps,
                 .previousRunEnded: .traps,
+                .startLimited: .traps, .admitted: .traps,
             ]
         ),
         (
@@ -357,6 +402,7 @@ extension StateMachineTable {
                 .removeAtShutdown: .becomes("none none g1/1 ending0 finished removed |  | "),
                 .inheritEndingRuns: .traps,
                 .previousRunEnded: .traps,
+                .startLimited: .traps, .admitted: .traps,
             ]
         ),
         (
@@ -380,6 +426,7 @@ extension StateMachineTable {
                 .previousRunEnded: .becomes(
                     "none none g1/1 ending0 cancelled(identityChanged) |  | "
                 ),
+                .startLimited: .traps, .admitted: .traps,
             ]
         ),
         (
@@ -395,6 +442,8 @@ extension StateMachineTable {
                 .runNow: .traps,
                 .inheritEndingRuns: .traps,
                 .previousRunEnded: .traps,
+                .startLimited: .becomes("none none g1/0 ending0 cancelled(removed) removed | result=skip | "),
+                .admitted: .traps,
             ]
         ),
         (
@@ -413,6 +462,7 @@ extension StateMachineTable {
                 .previousRunEnded: .becomes(
                     "none none g1/1 ending0 cancelled(removed) removed |  | "
                 ),
+                .startLimited: .traps, .admitted: .traps,
             ]
         ),
         (
@@ -427,6 +477,7 @@ extension StateMachineTable {
                 .runNow: .traps,
                 .inheritEndingRuns: .traps,
                 .previousRunEnded: .traps,
+                .startLimited: .traps, .admitted: .traps,
             ]
         ),
     ]

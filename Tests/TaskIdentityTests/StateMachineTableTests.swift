@@ -81,7 +81,7 @@ struct StateMachineTableTests {
 
 /// The states of the table, each reachable through the registry.
 enum StateName: String, CaseIterable, Sendable {
-    case fresh, debouncing, debouncingWhileRunning, throttled, awaitingPrevious, queued, supersededInQueue
+    case fresh, debouncing, debouncingWhileRunning, throttled, awaitingPrevious, queued, limitQueued, supersededInQueue
     case runningTask, synchronousDelayed, synchronousExecuting, finished, ending
     case removedInQueue, removedEnding, removed
 
@@ -108,7 +108,10 @@ enum StateName: String, CaseIterable, Sendable {
         case .queued:
             return M.testState(
                 generation: 1, runGeneration: 0, pending: .startQueued, run: .none, inStartQueue: true,
-                phase: .waiting)
+                phase: .waitingUnpublished)
+        case .limitQueued:
+            return M.testState(
+                generation: 1, runGeneration: 0, pending: .startLimited, run: .none, phase: .waiting)
         case .supersededInQueue:
             return M.testState(
                 generation: 2, runGeneration: 0, pending: .debouncing, run: .none, inStartQueue: true,
@@ -156,6 +159,7 @@ enum EventName: String, CaseIterable, Sendable {
     case declareEqual, declareNew, declareNewDebounced, declareNewKeepRunning, debounceDue, throttleDue
     case startAllowed, runEndedCurrent, runEndedCancelled, remove, removeAtShutdown, progressDue
     case synchronousRunDue, cancelByCaller, dropPending, runNow, inheritEndingRuns, previousRunEnded, runTimedOut
+    case startLimited, admitted
 
     /// The machine's method the event calls.
     var method: String {
@@ -217,6 +221,11 @@ enum EventName: String, CaseIterable, Sendable {
             return machine.synchronousRunDue(generation: 1) ? "result=true" : ""
         case .runTimedOut:
             return describe(machine.runTimedOut(generation: 1, gate: due, counters: &counters))
+        case .startLimited:
+            return machine.startLimited(counters: &counters).map(describe) ?? "result=skip"
+        case .admitted:
+            machine.admitted(counters: &counters)
+            return ""
         }
     }
 
@@ -225,6 +234,7 @@ enum EventName: String, CaseIterable, Sendable {
         if effects.stopThrottleTimer { tokens.append("stopThrottle") }
         if effects.cancelTask { tokens.append("cancelTask") }
         if effects.dropTask { tokens.append("dropTask") }
+        if effects.actionNeverCalled { tokens.append("actionNeverCalled") }
         if effects.dropPendingAction { tokens.append("dropPending") }
         if let change = effects.endedPending { tokens.append("endedPending(g\(change.generation) \(change.phase))") }
         if let change = effects.endedRun { tokens.append("endedRun(g\(change.generation) \(change.phase))") }
@@ -278,7 +288,8 @@ enum StateMachineTable {
             ("started", Int64(counters.started)), ("restarted", Int64(counters.restarted)),
             ("coalesced", Int64(counters.coalesced)), ("cancelled", Int64(counters.cancelled)),
             ("finished", Int64(counters.finished)), ("failed", Int64(counters.failed)),
-            ("timedOut", Int64(counters.timedOut)),
+            ("timedOut", Int64(counters.timedOut)), ("queued", Int64(counters.queued)),
+            ("queueLength", Int64(counters.queueLength)),
             ("runningActions", Int64(counters.runningActions)), ("liveGenerations", Int64(counters.liveGenerations)),
         ]
         let deltas = moved.filter { $0.1 != 0 }.map { "\($0.0)\($0.1 > 0 ? "+" : "")\($0.1)" }
@@ -314,7 +325,7 @@ extension TaskStateMachine {
         state.phase = phase
         let held: Held? =
             switch pending {
-            case .none, .startQueued: nil
+            case .none, .startQueued, .startLimited: nil
             case .debouncing: .debouncing(deadline: debounceDeadline)
             case .throttled: .throttled
             case .awaitingPrevious: .awaitingPrevious
@@ -324,6 +335,7 @@ extension TaskStateMachine {
         case (true, nil, nil, .none): state.stage = .removed
         case (false, nil, nil, .none): state.stage = .quiet
         case (false, nil, nil, .startQueued): state.stage = .waiting(.startQueued)
+        case (false, nil, nil, .startLimited): state.stage = .waiting(.startLimited)
         case (false, nil, let held?, _): state.stage = .waiting(.held(held))
         case (false, let active?, nil, .none): state.stage = .running(active)
         case (false, let active?, let held?, _): state.stage = .heldBesideRun(held, active)

@@ -26,6 +26,13 @@ public struct RegistryCounters: Hashable, Sendable, CustomStringConvertible {
     /// Runs cancelled because their time limit (`timeout:`) passed; each is also counted in
     /// `cancelled`.
     public var timedOut: UInt64 = 0
+    /// Generations that waited in a concurrency limit's queue (`ConcurrencyLimit`) because
+    /// its runs were all taken when they would have started.
+    public var queued: UInt64 = 0
+    /// Nanoseconds of loop time that the runs started from a concurrency limit's queue spent
+    /// there, added up: divided by the runs started from a queue, the mean wait. A slot's wait
+    /// counts from when it joined the queue, through identities that replaced each other in it.
+    public var queueWaitNanoseconds: UInt64 = 0
     /// `commit { }` calls dropped because their run was no longer current.
     public var staleCommitsDropped: UInt64 = 0
     /// Evaluations of observed identities (`task(_:tracking:…)`): one per declaration, and one
@@ -41,6 +48,8 @@ public struct RegistryCounters: Hashable, Sendable, CustomStringConvertible {
     public var runningActions: Int = 0
     /// Generations declared and not yet ended: waiting, or running as the current run.
     public var liveGenerations: Int = 0
+    /// Generations waiting in a concurrency limit's queue now.
+    public var queueLength: Int = 0
 
     /// `declared=… started=… …` in one line, in the order and with the names of `fields`.
     public var description: String {
@@ -84,12 +93,15 @@ public struct RegistryCounters: Hashable, Sendable, CustomStringConvertible {
         Field(name: "finished", kind: .counter, keyPath: \.finishedField),
         Field(name: "failed", kind: .counter, keyPath: \.failedField),
         Field(name: "timed_out", kind: .counter, keyPath: \.timedOutField),
+        Field(name: "queued", kind: .counter, keyPath: \.queuedField),
+        Field(name: "queue_wait_ns", kind: .counter, keyPath: \.queueWaitNanosecondsField),
         Field(name: "stale_commits_dropped", kind: .counter, keyPath: \.staleCommitsDroppedField),
         Field(name: "identity_evaluations", kind: .counter, keyPath: \.identityEvaluationsField),
         Field(name: "observation_cycles_stopped", kind: .counter, keyPath: \.observationCyclesStoppedField),
         Field(name: "live_slots", kind: .gauge, keyPath: \.liveSlotsField),
         Field(name: "running_actions", kind: .gauge, keyPath: \.runningActionsField),
         Field(name: "live_generations", kind: .gauge, keyPath: \.liveGenerationsField),
+        Field(name: "queue_length", kind: .gauge, keyPath: \.queueLengthField),
     ]
 
     /// The first invariant these counters break, if any: every generation declared is
@@ -99,6 +111,7 @@ public struct RegistryCounters: Hashable, Sendable, CustomStringConvertible {
         if liveGenerations < 0 { return "liveGenerations < 0" }
         if runningActions < 0 { return "runningActions < 0" }
         if liveSlots < 0 { return "liveSlots < 0" }
+        if queueLength < 0 || queueLength > liveGenerations { return "queueLength outside 0...liveGenerations" }
         let accounted = unchanged &+ finished &+ failed &+ cancelled &+ coalesced &+ UInt64(liveGenerations)
         if declared != accounted {
             return "declared (\(declared)) != unchanged + finished + failed + cancelled + coalesced + liveGenerations"
@@ -155,6 +168,18 @@ public struct RegistryCounters: Hashable, Sendable, CustomStringConvertible {
     var timedOutField: Int64Convertible {
         get { Int64Convertible(timedOut) }
         set { timedOut = newValue.uint64 }
+    }
+    var queuedField: Int64Convertible {
+        get { Int64Convertible(queued) }
+        set { queued = newValue.uint64 }
+    }
+    var queueWaitNanosecondsField: Int64Convertible {
+        get { Int64Convertible(queueWaitNanoseconds) }
+        set { queueWaitNanoseconds = newValue.uint64 }
+    }
+    var queueLengthField: Int64Convertible {
+        get { Int64Convertible(queueLength) }
+        set { queueLength = newValue.int }
     }
     var staleCommitsDroppedField: Int64Convertible {
         get { Int64Convertible(staleCommitsDropped) }

@@ -59,7 +59,13 @@ extension RegistryCore {
             record.runningTask = nil
         }
         if effects.dropTask { record.runningTask = nil }
-        if effects.dropPendingAction { record.pendingAction = nil }
+        if effects.dropPendingAction {
+            record.pendingAction = nil
+            if !limitQueued.isEmpty { leaveLimitQueue(record) }
+        }
+        if effects.actionNeverCalled && !limitedRuns.isEmpty {
+            givePlaceBack(record, generation: effects.endedRun!.generation)
+        }
         if let change = effects.endedPending { publish(record, change) }
         if let change = effects.endedRun, change.phase != .failed { publish(record, change) }
         switch effects.next {

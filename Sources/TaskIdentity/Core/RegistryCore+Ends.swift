@@ -43,6 +43,7 @@ extension RegistryCore {
             outcome = .failed
             log.trace("task '\(record.name)' generation \(generation) failed: \(error)")
         }
+        if !limitedRuns.isEmpty { givePlaceBack(record, generation: generation) }
         let effects = record.state.runEnded(
             generation: generation, outcome: outcome, isShutDown: isShutDown, gate: gate(record),
             counters: &counters)

@@ -20,6 +20,10 @@ extension RegistryCore {
         synchronousQueues = [:]
         timeLimitLists = [:]
         timeLimited = [:]
+        for queue in limitQueues.values { queue.close() }
+        limitQueues = [:]
+        limitQueued = [:]
+        admissionsDue = []
         optionsTable = [:]
         for state in throttles.values {
             state.timer?.close()

@@ -9,6 +9,11 @@ extension RegistryCore {
     /// `waiting` (no update is published for it: it lasts less than a turn).
     func queueStart(_ record: AnyTaskRecord) {
         startQueue.append(record)
+        scheduleStartPass()
+    }
+
+    /// Posts the start pass for the end of this turn, unless it is posted already.
+    func scheduleStartPass() {
         guard !startPassScheduled else { return }
         startPassScheduled = true
         do {
@@ -20,7 +25,8 @@ extension RegistryCore {
         }
     }
 
-    /// The start pass: starts every queued record whose generation is still queued.
+    /// The start pass: starts every queued record whose generation is still queued, then the
+    /// heads of the concurrency limits' queues that have a free place.
     func startQueuedRuns() {
         isStartingRuns = true
         repeat {
@@ -29,6 +35,7 @@ extension RegistryCore {
             swap(&startQueue, &startingNow)
             for record in startingNow { start(record) }
             startingNow.removeAll(keepingCapacity: true)
+            if !admissionsDue.isEmpty { admitFromQueues() }
         } while startAgainAfterPass
         isStartingRuns = false
     }
@@ -60,7 +67,10 @@ extension RegistryCore {
         }
     }
 
-    func start(_ record: AnyTaskRecord) {
+    /// Starts the queued generation of `record`, unless it has moved on or must wait in its
+    /// concurrency limit's queue; `admitted` when it comes from the head of that queue.
+    func start(_ record: AnyTaskRecord, admitted: Bool = false) {
+        if let queue = record.options.limitQueue, !admitted, waitsForLimit(record, queue) { return }
         let kind: TaskStateMachine.ActiveKind
         switch record.pendingAction {
         case .task?, .keyedTask?: kind = .task
@@ -68,6 +78,7 @@ extension RegistryCore {
         case nil: kind = .task  // nothing pending: the machine skips it
         }
         guard let generation = record.state.startAllowed(kind: kind, counters: &counters) else { return }
+        if let queue = record.options.limitQueue { takePlace(record, generation: generation, in: queue) }
         let body = record.pendingAction.take()!
         if trace != nil { traceStart(record, generation, body) }
         if record.options.throttleNanoseconds > 0 { throttleState(record).lastStart = loop.now.nanoseconds }

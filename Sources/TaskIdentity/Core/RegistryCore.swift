@@ -36,6 +36,22 @@ final class RegistryCore: @unchecked Sendable {
     /// record, since most tasks have no limit. Unchecked exclusivity: loop thread only, read
     /// on every run's end.
     @exclusivity(unchecked) var timeLimited: [ObjectIdentifier: TimeLimitLink] = [:]
+    /// The registry's concurrency limit for tasks declared without one
+    /// (`RegistryConfiguration.concurrencyLimit`).
+    let defaultLimit: ConcurrencyLimit?
+    /// This registry's queue of each concurrency limit in use, by the limit's number.
+    var limitQueues: [UInt64: LimitQueue] = [:]
+    /// The node of each record in a limit's queue, by its record: off the record, since most
+    /// tasks have no limit. Unchecked exclusivity: loop thread only, read when a pending
+    /// generation ends.
+    @exclusivity(unchecked) var limitQueued: [ObjectIdentifier: LimitQueueLink] = [:]
+    /// The queue of each run under way that holds a place of a limit, by the run (a record's
+    /// cancelled runs may still hold places beside its current one). Unchecked exclusivity:
+    /// loop thread only, read on every run's end.
+    @exclusivity(unchecked) var limitedRuns: [RunKey: LimitQueue] = [:]
+    /// Queues with a free place and waiters, admitted from at the end of the start pass.
+    /// Unchecked exclusivity: loop thread only, read by every start pass.
+    @exclusivity(unchecked) var admissionsDue: [LimitQueue] = []
     /// Throttle state of throttled tasks, off the record (most tasks are not throttled, and a
     /// record's size is the footprint per slot). Unchecked exclusivity: loop thread only.
     @exclusivity(unchecked) var throttles: [ObjectIdentifier: ThrottleState] = [:]
@@ -88,8 +104,9 @@ final class RegistryCore: @unchecked Sendable {
     @usableFromInline @inline(never)
     func logDebug(_ message: String) { log.debug(message) }
 
-    init(loop: any TaskLoop, log: LibraryLog, phaseStreams: AnyObject) {
+    init(loop: any TaskLoop, log: LibraryLog, phaseStreams: AnyObject, defaultLimit: ConcurrencyLimit? = nil) {
         self.log = log
+        self.defaultLimit = defaultLimit
         self.phaseStreams = phaseStreams
         self.loop = loop
         self.unretainedLoop = loop
@@ -133,7 +150,8 @@ final class RegistryCore: @unchecked Sendable {
         }
         let options = TaskOptions(
             values: values, debounceWindows: windows, progressQueue: progressQueue,
-            synchronousQueue: synchronousQueue, timeLimits: timeLimits, template: template)
+            synchronousQueue: synchronousQueue, timeLimits: timeLimits,
+            limitQueue: (values.limit ?? defaultLimit).map { limitQueue(for: $0) }, template: template)
         optionsTable[values] = options
         return options
     }

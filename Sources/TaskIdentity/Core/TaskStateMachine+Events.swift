@@ -43,6 +43,9 @@ extension TaskStateMachine {
         var waiting: PhaseChange?
         /// The pending generation's action is no longer needed (it ended or was replaced).
         var dropPendingAction = false
+        /// The current run was a delayed synchronous run, cancelled before its action was
+        /// called: it stopped running now, where other runs stop when their action returns.
+        var actionNeverCalled = false
     }
 
     /// The conditions a pending generation may start under.
@@ -83,7 +86,9 @@ extension TaskStateMachine {
         case .running(let current):
             run = current
         case .waiting(let waiting):
-            supersedePending(wasThrottled: waiting.isThrottled, into: &effects, counters: &counters)
+            supersedePending(
+                wasThrottled: waiting.isThrottled, wasLimited: waiting.isStartLimited, into: &effects,
+                counters: &counters)
             run = nil
         case .heldBesideRun(let held, let current):
             supersedePending(wasThrottled: held.isThrottled, into: &effects, counters: &counters)
@@ -152,6 +157,31 @@ extension TaskStateMachine {
         return generation
     }
 
+    /// The start pass reached this record, and its concurrency limit is full (or others wait
+    /// in its queue): the queued generation waits in the limit's queue, phase `waiting`, until
+    /// `admitted`. Returns nil, with nothing changed but leaving the start queue, when the
+    /// queued generation has since moved on (as `startAllowed`).
+    mutating func startLimited(counters: inout RegistryCounters) -> Effects? {
+        check(inStartQueue, "startLimited")
+        inStartQueue = false
+        guard case .waiting(.startQueued) = stage else { return nil }
+        stage = .waiting(.startLimited)
+        counters.queued &+= 1
+        counters.queueLength &+= 1
+        var effects = Effects()
+        publishWaitingOnce(into: &effects)
+        return effects
+    }
+
+    /// A run of the concurrency limit ended and this generation, at the head of its queue,
+    /// may start: it is queued to start, and the core starts it at once (`startAllowed`).
+    mutating func admitted(counters: inout RegistryCounters) {
+        guard case .waiting(.startLimited) = stage else { impossible("admitted") }
+        counters.queueLength &-= 1
+        stage = .waiting(.startQueued)
+        inStartQueue = true
+    }
+
     /// A delayed synchronous run's delay elapsed: whether to call its action now (false when
     /// the run was cancelled meanwhile, which ended it).
     mutating func synchronousRunDue(generation: UInt64) -> Bool {
@@ -186,7 +216,7 @@ extension TaskStateMachine {
         case .running(let current): run = current
         case .heldBesideRun(let waiting, let current): (run, held) = (current, waiting)
         case .waiting(.held(let waiting)): held = waiting
-        case .quiet, .waiting(.startQueued), .removed: break
+        case .quiet, .waiting(.startQueued), .waiting(.startLimited), .removed: break
         }
         if let current = run, runGeneration == generation {
             check(current.kind != .synchronousDelayed, "runEnded")
@@ -266,7 +296,9 @@ extension TaskStateMachine {
         case .quiet, .running:
             break
         case .waiting(let waiting):
-            endPending(wasThrottled: waiting.isThrottled, reason: .pendingDropped, into: &effects, counters: &counters)
+            endPending(
+                wasThrottled: waiting.isThrottled, wasLimited: waiting.isStartLimited, reason: .pendingDropped,
+                into: &effects, counters: &counters)
             stage = .quiet
         case .heldBesideRun(let held, let run):
             endPending(wasThrottled: held.isThrottled, reason: .pendingDropped, into: &effects, counters: &counters)

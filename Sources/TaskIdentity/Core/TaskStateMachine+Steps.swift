@@ -7,9 +7,10 @@ extension TaskStateMachine {
     /// A pending generation ends superseded by a newer declaration: it never runs.
     @inline(__always)
     mutating func supersedePending(
-        wasThrottled: Bool, into effects: inout Effects, counters: inout RegistryCounters
+        wasThrottled: Bool, wasLimited: Bool = false, into effects: inout Effects, counters: inout RegistryCounters
     ) {
         effects.stopThrottleTimer = wasThrottled
+        if wasLimited { counters.queueLength &-= 1 }
         counters.coalesced &+= 1
         counters.liveGenerations &-= 1
         effects.endedPending = PhaseChange(generation: generation &- 1, phase: .cancelled(.supersededByPolicy))
@@ -19,10 +20,11 @@ extension TaskStateMachine {
     /// stage.
     @inline(__always)
     mutating func endPending(
-        wasThrottled: Bool, reason: CancellationReason, into effects: inout Effects,
+        wasThrottled: Bool, wasLimited: Bool = false, reason: CancellationReason, into effects: inout Effects,
         counters: inout RegistryCounters
     ) {
         effects.stopThrottleTimer = wasThrottled
+        if wasLimited { counters.queueLength &-= 1 }
         effects.dropPendingAction = true
         counters.cancelled &+= 1
         counters.liveGenerations &-= 1
@@ -42,7 +44,9 @@ extension TaskStateMachine {
         case .quiet:
             break
         case .waiting(let waiting):
-            endPending(wasThrottled: waiting.isThrottled, reason: reason, into: &effects, counters: &counters)
+            endPending(
+                wasThrottled: waiting.isThrottled, wasLimited: waiting.isStartLimited, reason: reason,
+                into: &effects, counters: &counters)
         case .running(let run):
             cancelRun(run, reason: reason, into: &effects, counters: &counters)
         case .heldBesideRun(let held, let run):
@@ -67,6 +71,7 @@ extension TaskStateMachine {
         case .synchronousDelayed:
             counters.runningActions &-= 1  // its action is never called
             effects.dropTask = true
+            effects.actionNeverCalled = true
         }
         counters.cancelled &+= 1
         counters.liveGenerations &-= 1
@@ -106,7 +111,7 @@ extension TaskStateMachine {
         check(run == nil, "advancePending")
         stage = .waiting(.startQueued)
         // Until the pass, the phase reads `waiting`, unpublished: it lasts less than a turn.
-        if phase == .idle { phase = .waiting }
+        if phase == .idle { phase = .waitingUnpublished }
         if !inStartQueue {
             inStartQueue = true
             effects.next = .queueStart

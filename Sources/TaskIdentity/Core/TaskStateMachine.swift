@@ -67,10 +67,17 @@ struct TaskStateMachine: Sendable, CustomStringConvertible {
         case held(Held)
         /// Starts in this turn's start pass.
         case startQueued
+        /// Waits in its concurrency limit's queue (`ConcurrencyLimit`) for a run to end.
+        case startLimited
 
         /// A pattern, not `==`: the synthesized `==` of an enum with payloads is a call.
         var isThrottled: Bool {
             if case .held(.throttled) = self { return true }
+            return false
+        }
+
+        var isStartLimited: Bool {
+            if case .startLimited = self { return true }
             return false
         }
     }
@@ -106,6 +113,7 @@ struct TaskStateMachine: Sendable, CustomStringConvertible {
         case throttled
         case awaitingPrevious
         case startQueued
+        case startLimited
     }
 
     /// How a run's action ended (a failure's error stays with the core).
@@ -121,12 +129,16 @@ struct TaskStateMachine: Sendable, CustomStringConvertible {
     enum Phase: Equatable, Sendable, CustomStringConvertible {
         case idle, waiting, running, finished, failed
         case cancelled(CancellationReason)
+        /// `waiting`, not published to observers: queued to start in this turn's pass, which it
+        /// leaves within the turn unless it then waits in a concurrency limit's queue (and is
+        /// published there). Reads and prints as `waiting`.
+        case waitingUnpublished
 
         /// The public phase; `failure` is the error of a `failed` one.
         func taskPhase(failure: (any Error)?) -> TaskPhase {
             switch self {
             case .idle: return .idle
-            case .waiting: return .waiting
+            case .waiting, .waitingUnpublished: return .waiting
             case .running: return .running
             case .finished: return .finished
             // The error is stored with the phase while the task is in its slot.
@@ -138,7 +150,7 @@ struct TaskStateMachine: Sendable, CustomStringConvertible {
         @usableFromInline var description: String {
             switch self {
             case .idle: return "idle"
-            case .waiting: return "waiting"
+            case .waiting, .waitingUnpublished: return "waiting"
             case .running: return "running"
             case .finished: return "finished"
             case .failed: return "failed"
@@ -181,6 +193,7 @@ struct TaskStateMachine: Sendable, CustomStringConvertible {
         switch stage {
         case .quiet, .running, .removed: return .none
         case .waiting(.startQueued): return .startQueued
+        case .waiting(.startLimited): return .startLimited
         case .waiting(.held(let held)), .heldBesideRun(let held, _):
             switch held {
             case .debouncing: return .debouncing

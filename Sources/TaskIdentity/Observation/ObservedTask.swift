@@ -65,6 +65,7 @@ extension TaskRegistry {
     ///   - policy: as for `task(_:name:id:…)`.
     ///   - progressDelay: as for `task(_:name:id:…)`.
     ///   - timeout: as for `task(_:name:id:…)`.
+    ///   - limit: as for `task(_:name:id:…)`.
     ///   - executor: as for `task(_:name:id:…)`.
     ///   - action: the work, given the identity's value and the run's context.
     /// - Throws: `RegistryError.calledOffLoopThread` off the loop thread; `.shutDown` after
@@ -80,12 +81,13 @@ extension TaskRegistry {
         policy: RestartPolicy = TaskOptionDefaults.policy,
         progressDelay: Duration? = TaskOptionDefaults.progressDelay,
         timeout: Duration? = TaskOptionDefaults.timeout,
+        limit: ConcurrencyLimit? = TaskOptionDefaults.limit,
         executor: ActionExecutor = TaskOptionDefaults.executor,
         action: @escaping ObservedTaskAction<ID>
     ) throws(RegistryError) {
         let values = try TaskOptions.Values(
             priority: priority, policy: policy, debounce: debounce, throttle: throttle, progressDelay: progressDelay,
-            timeout: timeout, executor: executor)
+            timeout: timeout, limit: limit, executor: executor)
         try observe(key, name: name, values: values, identity: identity) { id, run in
             .task({ context in
                 try await ObservedRun.$current.withValue(run) { try await action(id, context) }

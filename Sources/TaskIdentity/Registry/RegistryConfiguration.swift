@@ -28,6 +28,11 @@ public struct RegistryConfiguration: Sendable {
     /// `RegistryError.overloaded`. At least 1; 65,536 by default.
     public var postedCallLimit = 65_536
 
+    /// A cap on the actions of this registry that run at once, for every task declared
+    /// without a `limit:` of its own (a task declared with one counts against that one only).
+    /// Runs past it wait in its queue (see `ConcurrencyLimit`). `nil` (the default): no cap.
+    public var concurrencyLimit: ConcurrencyLimit?
+
     /// When set, the registry records a trace from its creation, keeping the latest
     /// `traceCapacity` events, as `startTrace(capacity:)` would (at least 1). `nil` (the
     /// default) records nothing until `startTrace` is called.

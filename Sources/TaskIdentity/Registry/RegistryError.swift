@@ -23,6 +23,7 @@ public struct RegistryError: Error, Hashable, Sendable, CustomStringConvertible 
             case loopFailed
             case invalidTraceCapacity
             case invalidPostedCallLimit
+            case invalidConcurrencyLimit
         }
         private let base: Base
 
@@ -50,6 +51,8 @@ public struct RegistryError: Error, Hashable, Sendable, CustomStringConvertible 
         public static let invalidTraceCapacity = Code(base: .invalidTraceCapacity)
         /// `RegistryConfiguration.postedCallLimit` was below 1.
         public static let invalidPostedCallLimit = Code(base: .invalidPostedCallLimit)
+        /// A `ConcurrencyLimit` was made with a maximum below 1.
+        public static let invalidConcurrencyLimit = Code(base: .invalidConcurrencyLimit)
 
         /// The code's name, such as `shutDown`.
         public var description: String {
@@ -63,6 +66,7 @@ public struct RegistryError: Error, Hashable, Sendable, CustomStringConvertible 
             case .loopFailed: return "loopFailed"
             case .invalidTraceCapacity: return "invalidTraceCapacity"
             case .invalidPostedCallLimit: return "invalidPostedCallLimit"
+            case .invalidConcurrencyLimit: return "invalidConcurrencyLimit"
             }
         }
     }
@@ -152,6 +156,14 @@ public struct RegistryError: Error, Hashable, Sendable, CustomStringConvertible 
     /// May be called from any thread.
     public static func invalidPostedCallLimit(_ value: Int) -> RegistryError {
         RegistryError(.invalidPostedCallLimit, detail: "postedCallLimit must be at least 1 (got \(value))")
+    }
+
+    /// `ConcurrencyLimit(maxRunning:)` was given `value`, below 1.
+    ///
+    /// May be called from any thread.
+    public static func invalidConcurrencyLimit(_ value: Int) -> RegistryError {
+        RegistryError(
+            .invalidConcurrencyLimit, detail: "a concurrency limit's maxRunning must be at least 1 (got \(value))")
     }
 
     /// A one-line explanation (with the loop's error, when there is one).

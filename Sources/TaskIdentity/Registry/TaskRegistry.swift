@@ -122,7 +122,9 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
         posted = PostedCalls(capacity: configuration.postedCallLimit)
         let phaseStreams = PhaseStreams<Key>()
         self.phaseStreams = phaseStreams
-        core = RegistryCore(loop: loop, log: configuration.log, phaseStreams: phaseStreams)
+        core = RegistryCore(
+            loop: loop, log: configuration.log, phaseStreams: phaseStreams,
+            defaultLimit: configuration.concurrencyLimit)
         // Not shared with any thread yet: the recorder can be set before the loop sees the core.
         if let capacity = configuration.traceCapacity { core.trace = TraceRecorder(capacity: capacity) }
         observationInbox = ObservationInbox(loop: loop)
@@ -184,6 +186,10 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
     ///     Swift task): a run still running when it passes is cancelled, phase
     ///     `cancelled(.timedOut)`. As after a failure, the task keeps its identity: declaring
     ///     the same id again does not run it again. nil (the default): no limit.
+    ///   - limit: a cap on runs at once, shared by every task declared with the same
+    ///     `ConcurrencyLimit`: a run past it waits in the limit's queue (phase `waiting`), and a
+    ///     new identity replaces a queued one in place, so replaced work never starts. nil (the
+    ///     default): the registry's `configuration.concurrencyLimit`, if any.
     ///   - executor: where the action runs: the registry's loop (the default), `.global` for
     ///     actions that compute, or any `TaskExecutor` (see `ActionExecutor`). The bookkeeping
     ///     stays on the loop either way; off the loop, commit with `commitOnLoop`.
@@ -211,12 +217,13 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
         policy: RestartPolicy = TaskOptionDefaults.policy,
         progressDelay: Duration? = TaskOptionDefaults.progressDelay,
         timeout: Duration? = TaskOptionDefaults.timeout,
+        limit: ConcurrencyLimit? = TaskOptionDefaults.limit,
         executor: ActionExecutor = TaskOptionDefaults.executor,
         action: @escaping TaskAction
     ) throws(RegistryError) {
         let values = try TaskOptions.Values(
             priority: priority, policy: policy, debounce: debounce, throttle: throttle, progressDelay: progressDelay,
-            timeout: timeout, executor: executor)
+            timeout: timeout, limit: limit, executor: executor)
         try declare(key, name: name, identity: makeIdentity(repeat each id), values: values, body: .task(action))
     }
 

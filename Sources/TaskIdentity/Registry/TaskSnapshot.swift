@@ -11,6 +11,37 @@ public struct TaskSnapshot: Sendable, CustomStringConvertible {
     public let showsProgress: Bool
     /// The latest result a run stored (`TaskContext.commit(result:)`), or `nil`.
     public let result: (any Sendable)?
+    /// What the latest generation waits for before it can start, while it has not started;
+    /// `nil` once it has (and for a task never declared).
+    public let waitReason: WaitReason?
+
+    /// What a generation that has not started waits for.
+    ///
+    /// A value type; may be used on any thread.
+    public enum WaitReason: Hashable, Sendable, CustomStringConvertible {
+        /// Its debounce window, which each new identity re-opens.
+        case debounce
+        /// The throttle window since the task's last start.
+        case throttle
+        /// A previous run to end (`awaitPrevious`, `keepRunning`).
+        case previousRun
+        /// Its concurrency limit's queue: every place of the limit is taken, or others were
+        /// queued first (see `ConcurrencyLimit`).
+        case concurrencyLimit
+        /// Nothing: it starts at the end of this loop turn (the start pass).
+        case startPass
+
+        /// The case's name.
+        public var description: String {
+            switch self {
+            case .debounce: return "debounce"
+            case .throttle: return "throttle"
+            case .previousRun: return "previousRun"
+            case .concurrencyLimit: return "concurrencyLimit"
+            case .startPass: return "startPass"
+            }
+        }
+    }
 
     /// Reads `record`. Loop thread only.
     init(record: AnyTaskRecord) {
@@ -18,14 +49,24 @@ public struct TaskSnapshot: Sendable, CustomStringConvertible {
         generation = record.generation
         showsProgress = record.showsProgress
         result = record.result?.value
+        switch record.state.pending {
+        case .none: waitReason = nil
+        case .debouncing: waitReason = .debounce
+        case .throttled: waitReason = .throttle
+        case .awaitingPrevious: waitReason = .previousRun
+        case .startLimited: waitReason = .concurrencyLimit
+        case .startQueued: waitReason = .startPass
+        }
     }
 
     /// The latest stored result as `type`, or `nil` if none was stored or it is of another
     /// type. May be called from any thread.
     public func result<Value>(as type: Value.Type) -> Value? { result as? Value }
 
-    /// `generation N: phase`, with `(progress)` while the progress signal is on.
+    /// `generation N: phase`, with `(progress)` while the progress signal is on, and what a
+    /// generation not started waits for (`waiting for concurrencyLimit`).
     public var description: String {
         "generation \(generation): \(phase)" + (showsProgress ? " (progress)" : "")
+            + (waitReason.map { " for \($0)" } ?? "")
     }
 }

@@ -143,12 +143,14 @@ public final class ShardedTaskRegistry<Key: Hashable & Sendable>: Sendable {
         policy: RestartPolicy = TaskOptionDefaults.policy,
         progressDelay: Duration? = TaskOptionDefaults.progressDelay,
         timeout: Duration? = TaskOptionDefaults.timeout,
+        limit: ConcurrencyLimit? = TaskOptionDefaults.limit,
         executor: ActionExecutor = TaskOptionDefaults.executor,
         action: @escaping TaskAction
     ) throws(RegistryError) {
         try shard(for: key).task(
             key, name: name, id: repeat each id, priority: priority, debounce: debounce, throttle: throttle,
-            policy: policy, progressDelay: progressDelay, timeout: timeout, executor: executor, action: action)
+            policy: policy, progressDelay: progressDelay, timeout: timeout, limit: limit, executor: executor,
+            action: action)
     }
 
     /// Declares the task of `template` on the key's shard; see

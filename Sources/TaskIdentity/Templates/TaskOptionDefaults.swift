@@ -18,6 +18,9 @@ public enum TaskOptionDefaults {
     @inlinable public static var progressDelay: Duration? { nil }
     /// No time limit: a run runs until it ends or is cancelled.
     @inlinable public static var timeout: Duration? { nil }
+    /// No concurrency limit of the task's own: the registry's
+    /// (`RegistryConfiguration.concurrencyLimit`) if it has one, or none.
+    @inlinable public static var limit: ConcurrencyLimit? { nil }
     /// Actions run on the registry's loop.
     @inlinable public static var executor: ActionExecutor { .loop }
     /// A synchronous action is called when its run starts, with no delay.

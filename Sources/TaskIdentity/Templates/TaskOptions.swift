@@ -20,6 +20,9 @@ final class TaskOptions: @unchecked Sendable {
         @usableFromInline var progressDelay: Duration?
         /// A run's time limit, from its start; nil for none.
         @usableFromInline var timeout: Duration?
+        /// The concurrency limit whose queue a run waits in when its runs are all taken; nil
+        /// for the registry's (`RegistryConfiguration.concurrencyLimit`), if it has one.
+        @usableFromInline var limit: ConcurrencyLimit?
         /// How long a synchronous run stays `running` before its action is called; zero for
         /// one called when it starts, and for Swift-task actions.
         @usableFromInline var synchronousDelay: Duration
@@ -32,6 +35,7 @@ final class TaskOptions: @unchecked Sendable {
         init(
             priority: TaskPriority, policy: RestartPolicy, debounce: Duration, throttle: Duration,
             progressDelay: Duration?, timeout: Duration? = TaskOptionDefaults.timeout,
+            limit: ConcurrencyLimit? = TaskOptionDefaults.limit,
             synchronousDelay: Duration = TaskOptionDefaults.synchronousDelay,
             executor: ActionExecutor = TaskOptionDefaults.executor
         ) throws(RegistryError) {
@@ -49,6 +53,7 @@ final class TaskOptions: @unchecked Sendable {
             self.throttle = throttle
             self.progressDelay = progressDelay
             self.timeout = timeout
+            self.limit = limit
             self.synchronousDelay = synchronousDelay
             self.executor = executor
         }
@@ -68,13 +73,16 @@ final class TaskOptions: @unchecked Sendable {
     let synchronousQueue: DeadlineQueue<SynchronousRunEntry>?
     /// The list of the time limits (`values.timeout`) of runs under way, if there is one.
     let timeLimits: TimeLimits?
+    /// The registry's queue of the concurrency limit (`values.limit`, or the registry's own),
+    /// if there is one.
+    let limitQueue: LimitQueue?
     /// The template whose declaration interned these options, if one did: a later declaration
     /// of the same template finds its options by identity, without comparing `values`.
     @usableFromInline let template: AnyObject?
 
     init(
         values: Values, debounceWindows: DebounceWindows?, progressQueue: DeadlineQueue<ProgressEntry>?,
-        synchronousQueue: DeadlineQueue<SynchronousRunEntry>?, timeLimits: TimeLimits?,
+        synchronousQueue: DeadlineQueue<SynchronousRunEntry>?, timeLimits: TimeLimits?, limitQueue: LimitQueue?,
         template: AnyObject?
     ) {
         self.template = template
@@ -87,5 +95,6 @@ final class TaskOptions: @unchecked Sendable {
         self.progressQueue = progressQueue
         self.synchronousQueue = synchronousQueue
         self.timeLimits = timeLimits
+        self.limitQueue = limitQueue
     }
 }

@@ -31,6 +31,7 @@ public final class TaskTemplate<Key: Hashable & Sendable>: Sendable {
     ///   - policy: what a new identity does to a run still in progress.
     ///   - progressDelay: turn the run's progress signal on only after this long.
     ///   - timeout: each run's time limit, from its start (nil: none).
+    ///   - limit: the concurrency limit its runs count against (nil: the registry's, if any).
     ///   - executor: where the action runs (see `ActionExecutor`).
     ///   - action: the work, given the slot's key and the run's context.
     /// - Throws: `RegistryError.invalidDuration` for a negative duration or a `timeout` under a nanosecond.
@@ -43,13 +44,14 @@ public final class TaskTemplate<Key: Hashable & Sendable>: Sendable {
         policy: RestartPolicy = TaskOptionDefaults.policy,
         progressDelay: Duration? = TaskOptionDefaults.progressDelay,
         timeout: Duration? = TaskOptionDefaults.timeout,
+        limit: ConcurrencyLimit? = TaskOptionDefaults.limit,
         executor: ActionExecutor = TaskOptionDefaults.executor,
         action: nonisolated(nonsending) @escaping @Sendable (Key, TaskContext) async throws -> Void
     ) throws(RegistryError) {
         self.name = name
         self.values = try TaskOptions.Values(
             priority: priority, policy: policy, debounce: debounce, throttle: throttle, progressDelay: progressDelay,
-            timeout: timeout, executor: executor)
+            timeout: timeout, limit: limit, executor: executor)
         // The run's task calls the action with its own record's key.
         self.body = .keyedTask(KeyedAction<Key>(action))
     }
@@ -89,6 +91,8 @@ public final class TaskTemplate<Key: Hashable & Sendable>: Sendable {
     ///     when it passes is cancelled (`cancelled(.timedOut)`), and its action is never
     ///     called. An action that has been called holds the loop until it returns, so a limit
     ///     of at least `after:` never fires. nil (the default): no limit.
+    ///   - limit: as for `TaskRegistry.task(…)`; a run holds its place from its start until
+    ///     its action returns, or until it is cancelled before its action is called.
     ///   - delay: (`after:`) how long the run stays `running` before `action` is called
     ///     (zero: at once).
     ///   - action: called on the loop thread with the slot's key and the run's context. It must
@@ -103,12 +107,13 @@ public final class TaskTemplate<Key: Hashable & Sendable>: Sendable {
         policy: RestartPolicy = TaskOptionDefaults.policy,
         progressDelay: Duration? = TaskOptionDefaults.progressDelay,
         timeout: Duration? = TaskOptionDefaults.timeout,
+        limit: ConcurrencyLimit? = TaskOptionDefaults.limit,
         after delay: Duration = TaskOptionDefaults.synchronousDelay,
         action: @escaping @Sendable (Key, TaskContext) throws -> Void
     ) throws(RegistryError) -> TaskTemplate<Key> {
         let values = try TaskOptions.Values(
             priority: TaskOptionDefaults.priority, policy: policy, debounce: debounce, throttle: throttle,
-            progressDelay: progressDelay, timeout: timeout, synchronousDelay: delay)
+            progressDelay: progressDelay, timeout: timeout, limit: limit, synchronousDelay: delay)
         return TaskTemplate(
             name: name, values: values,
             body: .synchronous({ context in

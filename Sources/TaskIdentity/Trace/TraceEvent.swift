@@ -17,6 +17,9 @@ struct TraceEvent: Sendable {
         case windowOpened(Window, until: UInt64)
         /// The window closed: the generation went on to the start gate.
         case windowClosed(Window)
+        /// The generation waits in its concurrency limit's queue (closed by its start, or by
+        /// its end without one).
+        case queued
         /// The run started: on the registry's loop (`executor` nil), or on its task's executor
         /// (`ActionExecutor`'s description: `global`, `executor(…)`).
         case runStarted(executor: String?)
@@ -93,6 +96,7 @@ extension TraceEvent.Kind: CustomStringConvertible {
         case .declared(let identity): return "declared \(TraceEvent.describe(identity: identity))"
         case .windowOpened(let window, let until): return "\(window) until \(until / 1_000_000)ms"
         case .windowClosed(let window): return "\(window) closed"
+        case .queued: return "queued"
         case .runStarted(let executor): return executor.map { "started on \($0)" } ?? "started"
         case .cancelled(let reason, let ofRun): return ofRun ? "cancelled(\(reason))" : "dropped(\(reason))"
         case .commitLanded: return "commit"

@@ -136,6 +136,15 @@ private struct TraceExport {
                     + #""pid":1,"tid":\#(track),"args":{"generation":\#(generation),"until_us":\#(micros(until))}}"#)
         case .windowClosed:
             if let open = openWindow[track] { closeWindow(track: track, open, at: event.time) }
+        case .queued:
+            // A window with no deadline: it lasts until a run of the limit ends.
+            if let open = openWindow[track] { closeWindow(track: track, open, at: event.time) }
+            let id = nextWindowID
+            nextWindowID += 1
+            openWindow[track] = (id, generation, "queue")
+            out.append(
+                #"{"name":"queue","cat":"window","ph":"b","id":\#(id),"ts":\#(micros(event.time)),"#
+                    + #""pid":1,"tid":\#(track),"args":{"generation":\#(generation)}}"#)
         case .runStarted(let executor):
             if let open = openRun[track] { closeRun(track: track, open, at: event.time, phase: "unknown") }
             if let open = openWindow[track], open.generation == generation {

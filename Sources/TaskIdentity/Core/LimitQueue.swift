@@ -1,0 +1,102 @@
+/// One registry's side of one `ConcurrencyLimit`: how many of its runs are under way, and the
+/// slots whose runs wait for one of them to end, ordered by priority, then by when each slot
+/// joined. A slot keeps its place while new identities replace the queued one (the core keeps
+/// each record's node beside the queue, `RegistryCore.limitQueued`), so that a queued slot whose
+/// identity keeps changing neither loses its turn nor is started twice.
+///
+/// A record whose queued generation moved on (to a debounce window, say) may keep its node
+/// until the node reaches the head, where admission skips it: the queue's length that
+/// counters report (`queueLength`) counts generations waiting, not nodes.
+///
+/// Loop thread only.
+final class LimitQueue {
+    /// A slot waiting for a run of the limit: its record, and when it joined (loop nanoseconds).
+    struct Waiter {
+        let record: AnyTaskRecord
+        let since: UInt64
+    }
+
+    /// The waiters of one priority, in the order they joined.
+    struct Lane {
+        let priority: UInt8
+        var waiters = NodeList<Waiter>()
+    }
+
+    let maxRunning: Int
+    /// Runs of the limit whose action has not returned (cancelled ones included: a place is
+    /// given back when the action stops, as a semaphore's would be).
+    var running = 0
+    /// The lanes that have waiters, highest priority first (few: one per priority in use).
+    private var lanes: [Lane] = []
+    /// In the core's list of queues to admit from at the end of this turn's start pass.
+    var admissionScheduled = false
+
+    init(maxRunning: Int) {
+        self.maxRunning = maxRunning
+    }
+
+    /// No more run of the limit may start now.
+    var isFull: Bool { running >= maxRunning }
+    /// No node is queued.
+    var isEmpty: Bool { lanes.isEmpty }
+    /// Nodes queued (waiting generations, and slots that moved on but keep their place).
+    var nodeCount: Int { lanes.reduce(0) { $0 + $1.waiters.count } }
+
+    /// Queues `record` last among the waiters of `priority`, and returns its node's number.
+    func join(_ record: AnyTaskRecord, priority: UInt8, now: UInt64) -> UInt32 {
+        let index = lanes.firstIndex { $0.priority <= priority } ?? lanes.endIndex
+        if index == lanes.endIndex || lanes[index].priority != priority {
+            lanes.insert(Lane(priority: priority), at: index)
+        }
+        return lanes[index].waiters.append(Waiter(record: record, since: now))
+    }
+
+    /// Takes the node `node` of `priority` out of the queue.
+    func leave(priority: UInt8, node: UInt32) {
+        guard let index = lanes.firstIndex(where: { $0.priority == priority }) else { return }
+        lanes[index].waiters.remove(node)
+        if lanes[index].waiters.count == 0 { lanes.remove(at: index) }
+    }
+
+    /// Takes out the first waiter of the highest priority, if any.
+    func removeHead() -> Waiter? {
+        guard !lanes.isEmpty else { return nil }
+        let head = lanes[0].waiters.head
+        let waiter = lanes[0].waiters.remove(head)
+        if lanes[0].waiters.count == 0 { lanes.removeFirst() }
+        return waiter
+    }
+
+    /// When the node that has waited longest joined, or nil for an empty queue.
+    var oldestSince: UInt64? {
+        lanes.lazy.map { lane in lane.waiters.withPayload(lane.waiters.head) { $0.since } }.min()
+    }
+
+    /// Drops every waiter (shutdown, after every record was removed).
+    func close() { lanes = [] }
+
+    /// A description of the first broken invariant, or nil: lanes non-empty and in strictly
+    /// falling priority, each a well-linked list in the order its nodes joined. For tests.
+    func brokenInvariant() -> String? {
+        var previous: UInt8?
+        for lane in lanes {
+            if lane.waiters.count == 0 { return "an empty lane for priority \(lane.priority)" }
+            if let previous, previous <= lane.priority { return "lanes out of priority order" }
+            previous = lane.priority
+            var lastSince: UInt64 = 0
+            let fault = lane.waiters.brokenInvariant { number, waiter in
+                defer { lastSince = waiter.since }
+                return waiter.since < lastSince ? "node \(number) joined before the node ahead of it" : nil
+            }
+            if let fault { return fault }
+        }
+        return nil
+    }
+}
+
+/// Where a queued record's node is: its limit's queue, the lane's priority, the node.
+struct LimitQueueLink {
+    let queue: LimitQueue
+    let priority: UInt8
+    let node: UInt32
+}

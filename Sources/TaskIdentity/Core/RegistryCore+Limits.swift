@@ -1,0 +1,92 @@
+import TaskLoopCore
+
+// Concurrency limits: the start pass's gate, the queue a run waits in, and the places given
+// back when runs stop.
+extension RegistryCore {
+    /// The start pass's gate for `record`, whose options have a concurrency limit: when its
+    /// runs are all taken, or others already wait, the queued generation waits in the limit's
+    /// queue and this returns true (nothing to start now). Apart from the hot path: most tasks
+    /// have no limit.
+    @inline(never)
+    func waitsForLimit(_ record: AnyTaskRecord, _ queue: LimitQueue) -> Bool {
+        guard queue.isFull || !queue.isEmpty else { return false }
+        // Nil: the queued generation moved on meanwhile, and nothing starts (as `startAllowed`).
+        guard let effects = record.state.startLimited(counters: &counters) else { return true }
+        let id = ObjectIdentifier(record)
+        let priority = record.options.values.priority
+        if let link = limitQueued[id], link.queue === queue, link.priority == priority {
+            // A new identity replaced the one queued: it keeps the slot's place.
+        } else {
+            if let old = limitQueued[id] { old.queue.leave(priority: old.priority, node: old.node) }
+            let node = queue.join(record, priority: priority, now: unretainedLoop.now.nanoseconds)
+            limitQueued[id] = LimitQueueLink(queue: queue, priority: priority, node: node)
+        }
+        if trace != nil { trace(record, record.state.generation, .queued) }
+        carryOut(effects, on: record)
+        // Only nodes of slots that moved on were ahead of it: the head may start this turn.
+        if !queue.isFull { scheduleAdmission(queue) }
+        return true
+    }
+
+    /// The run `generation` of `record` just started under `queue`'s limit: it holds a place
+    /// until its action returns.
+    @inline(never)
+    func takePlace(_ record: AnyTaskRecord, generation: UInt64, in queue: LimitQueue) {
+        queue.running += 1
+        limitedRuns[RunKey(record: record, generation: generation)] = queue
+    }
+
+    /// The run `generation` of `record` stopped (its action returned, or a delayed synchronous
+    /// run was cancelled before its action was called): the place it held, if any, goes back,
+    /// and the head of the queue starts in this turn's start pass.
+    @inline(never)
+    func givePlaceBack(_ record: AnyTaskRecord, generation: UInt64) {
+        guard let queue = limitedRuns.removeValue(forKey: RunKey(record: record, generation: generation)) else {
+            return
+        }
+        queue.running -= 1
+        if !queue.isEmpty { scheduleAdmission(queue) }
+    }
+
+    /// The pending generation of `record` ended without starting: the slot leaves its limit's
+    /// queue, if it is in one.
+    @inline(never)
+    func leaveLimitQueue(_ record: AnyTaskRecord) {
+        guard let link = limitQueued.removeValue(forKey: ObjectIdentifier(record)) else { return }
+        link.queue.leave(priority: link.priority, node: link.node)
+    }
+
+    /// Admits from `queue` at the end of this turn's start pass.
+    func scheduleAdmission(_ queue: LimitQueue) {
+        guard !queue.admissionScheduled else { return }
+        queue.admissionScheduled = true
+        admissionsDue.append(queue)
+        scheduleStartPass()
+    }
+
+    /// The start pass's last step: every queue with a free place starts its heads, in order,
+    /// until its runs are all taken again or no one waits.
+    func admitFromQueues() {
+        while let queue = admissionsDue.popLast() {
+            queue.admissionScheduled = false
+            let now = unretainedLoop.now.nanoseconds
+            while !queue.isFull, let waiter = queue.removeHead() {
+                let record = waiter.record
+                limitQueued[ObjectIdentifier(record)] = nil
+                // A slot whose generation moved on (a debounce window, say) gave up its place.
+                guard record.state.pending == .startLimited else { continue }
+                counters.queueWaitNanoseconds &+= now &- waiter.since
+                record.state.admitted(counters: &counters)
+                start(record, admitted: true)
+            }
+        }
+    }
+
+    /// The registry's queue for `limit`, made on first use.
+    func limitQueue(for limit: ConcurrencyLimit) -> LimitQueue {
+        if let queue = limitQueues[limit.id] { return queue }
+        let queue = LimitQueue(maxRunning: limit.maxRunning)
+        limitQueues[limit.id] = queue
+        return queue
+    }
+}

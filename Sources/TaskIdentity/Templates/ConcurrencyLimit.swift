@@ -1,0 +1,50 @@
+import Synchronization
+
+/// A cap on how many actions run at once: every task declared with the same limit (this value,
+/// or a copy of it) shares it, so one limit made for a backend protects it from every template
+/// and declaration that calls it.
+///
+/// A run that would pass the cap is not started: it waits, phase `waiting`, in the limit's
+/// queue (`TaskSnapshot.waitReason` `.concurrencyLimit`), ordered by priority, then by the time
+/// its slot joined the queue. A new identity for a queued slot replaces the queued one in place,
+/// keeping its place; the replaced identity ends `cancelled(.supersededByPolicy)` and never
+/// calls its action. `remove`, `cancel` and `dropPending` take the slot out of the queue.
+/// A place is taken when a run starts and given back when its action returns, so a cancelled
+/// run keeps its place until it has actually stopped, as a semaphore would; the queue's head
+/// starts in the same loop turn.
+///
+/// Each registry counts its own runs: the same limit given to two registries (or to the shards
+/// of a `ShardedTaskRegistry`) caps each of them separately.
+///
+/// ```swift
+/// let backend = try ConcurrencyLimit(maxRunning: 64)
+/// let search = try TaskTemplate<SessionID>(debounce: .milliseconds(150), limit: backend) { session, context in
+///     … // at most 64 of these run at once; queued searches for old queries never start
+/// }
+/// ```
+///
+/// A value type; may be made and used on any thread.
+public struct ConcurrencyLimit: Hashable, Sendable, CustomStringConvertible {
+    /// Tells one limit from another: each `init` takes the next number, so two limits with the
+    /// same maximum are two queues, and copies of one limit are one.
+    let id: UInt64
+    /// How many actions of the tasks declared with this limit may run at once.
+    public let maxRunning: Int
+
+    /// Makes a new limit, shared by the tasks declared with it (or with copies of it).
+    ///
+    /// - Parameter maxRunning: how many actions may run at once; at least 1.
+    /// - Throws: `RegistryError.invalidConcurrencyLimit` for a maximum below 1.
+    /// - Note: May be called from any thread.
+    public init(maxRunning: Int) throws(RegistryError) {
+        guard maxRunning >= 1 else { throw .invalidConcurrencyLimit(maxRunning) }
+        self.maxRunning = maxRunning
+        id = nextConcurrencyLimitID.add(1, ordering: .relaxed).newValue
+    }
+
+    /// `limit #N (maxRunning M)`.
+    public var description: String { "limit #\(id) (maxRunning \(maxRunning))" }
+}
+
+/// The number the next `ConcurrencyLimit` takes.
+private let nextConcurrencyLimitID = Atomic<UInt64>(0)
