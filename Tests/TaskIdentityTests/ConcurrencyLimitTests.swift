@@ -253,9 +253,13 @@ struct ConcurrencyLimitTests {
         loop.shutdown()
     }
 
-    @Test func aLimitBelowOneIsRefused() {
+    @Test func aLimitOutsideItsRangeIsRefused() throws {
         #expect(throws: RegistryError.invalidConcurrencyLimit(0)) { try ConcurrencyLimit(maxRunning: 0) }
         #expect(throws: RegistryError.invalidConcurrencyLimit(-3)) { try ConcurrencyLimit(maxRunning: -3) }
+        #expect(throws: RegistryError.invalidConcurrencyLimit(Int(UInt32.max) + 1)) {
+            try ConcurrencyLimit(maxRunning: Int(UInt32.max) + 1)
+        }
+        #expect(try ConcurrencyLimit(maxRunning: ConcurrencyLimit.maxRunningLimit).maxRunning == Int(UInt32.max))
         #expect(RegistryError.invalidConcurrencyLimit(0).code == .invalidConcurrencyLimit)
     }
 

@@ -28,11 +28,19 @@ extension RegistryCore {
         noteQuiescence()
     }
 
-    /// The run of `record` ended or was cancelled: its time limit, if it has one, goes.
+    /// `carryOut`'s part for the side tables of time and concurrency limits: a run that ended
+    /// or was cancelled drops its time limit, a pending generation that ended without starting
+    /// takes its slot out of its limit's queue, and a delayed synchronous run cancelled before
+    /// its action was called gives its place back.
     @inline(never)
-    func releaseTimeLimit(_ record: AnyTaskRecord) {
-        guard let link = timeLimited.removeValue(forKey: ObjectIdentifier(record)) else { return }
-        link.limits.remove(link.node)
+    func releaseSideTables(_ effects: TaskStateMachine.Effects, on record: AnyTaskRecord) {
+        if let ended = effects.endedRun {
+            if let link = timeLimited.removeValue(forKey: ObjectIdentifier(record)) { link.limits.remove(link.node) }
+            if effects.actionNeverCalled { givePlaceBack(record, generation: ended.generation) }
+        }
+        if effects.dropPendingAction, let link = limitQueued.removeValue(forKey: ObjectIdentifier(record)) {
+            link.queue.leave(priority: link.priority, node: link.node)
+        }
     }
 
     func progressDue(_ entry: ProgressEntry) {

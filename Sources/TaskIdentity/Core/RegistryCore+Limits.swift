@@ -48,14 +48,6 @@ extension RegistryCore {
         if !queue.isEmpty { scheduleAdmission(queue) }
     }
 
-    /// The pending generation of `record` ended without starting: the slot leaves its limit's
-    /// queue, if it is in one.
-    @inline(never)
-    func leaveLimitQueue(_ record: AnyTaskRecord) {
-        guard let link = limitQueued.removeValue(forKey: ObjectIdentifier(record)) else { return }
-        link.queue.leave(priority: link.priority, node: link.node)
-    }
-
     /// Admits from `queue` at the end of this turn's start pass.
     func scheduleAdmission(_ queue: LimitQueue) {
         guard !queue.admissionScheduled else { return }

@@ -36,11 +36,16 @@ final class RegistryCore: @unchecked Sendable {
     /// record, since most tasks have no limit. Unchecked exclusivity: loop thread only, read
     /// on every run's end.
     @exclusivity(unchecked) var timeLimited: [ObjectIdentifier: TimeLimitLink] = [:]
+    /// Some options made so far have a time limit or a concurrency limit, so that a run's end
+    /// may have entries to release in `timeLimited`, `limitQueued` or `limitedRuns` (never
+    /// reset: a registry that once used them pays one more look-up per end). Unchecked
+    /// exclusivity: loop thread only, read on every run's end.
+    @exclusivity(unchecked) var hasRunSideTables = false
     /// The registry's concurrency limit for tasks declared without one
     /// (`RegistryConfiguration.concurrencyLimit`).
     let defaultLimit: ConcurrencyLimit?
     /// This registry's queue of each concurrency limit in use, by the limit's number.
-    var limitQueues: [UInt64: LimitQueue] = [:]
+    var limitQueues: [UInt32: LimitQueue] = [:]
     /// The node of each record in a limit's queue, by its record: off the record, since most
     /// tasks have no limit. Unchecked exclusivity: loop thread only, read when a pending
     /// generation ends.
@@ -148,10 +153,12 @@ final class RegistryCore: @unchecked Sendable {
                 self.timeLimitPassed($0)
             }
         }
+        let limit = ConcurrencyLimit(bits: values.limitBits) ?? defaultLimit
+        if timeLimits != nil || limit != nil { hasRunSideTables = true }
         let options = TaskOptions(
             values: values, debounceWindows: windows, progressQueue: progressQueue,
             synchronousQueue: synchronousQueue, timeLimits: timeLimits,
-            limitQueue: (values.limit ?? defaultLimit).map { limitQueue(for: $0) }, template: template)
+            limitQueue: limit.map { limitQueue(for: $0) }, template: template)
         optionsTable[values] = options
         return options
     }

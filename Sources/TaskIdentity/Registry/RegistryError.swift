@@ -51,7 +51,8 @@ public struct RegistryError: Error, Hashable, Sendable, CustomStringConvertible 
         public static let invalidTraceCapacity = Code(base: .invalidTraceCapacity)
         /// `RegistryConfiguration.postedCallLimit` was below 1.
         public static let invalidPostedCallLimit = Code(base: .invalidPostedCallLimit)
-        /// A `ConcurrencyLimit` was made with a maximum below 1.
+        /// A `ConcurrencyLimit` was made with a maximum below 1 or above
+        /// `ConcurrencyLimit.maxRunningLimit`.
         public static let invalidConcurrencyLimit = Code(base: .invalidConcurrencyLimit)
 
         /// The code's name, such as `shutDown`.
@@ -158,12 +159,15 @@ public struct RegistryError: Error, Hashable, Sendable, CustomStringConvertible 
         RegistryError(.invalidPostedCallLimit, detail: "postedCallLimit must be at least 1 (got \(value))")
     }
 
-    /// `ConcurrencyLimit(maxRunning:)` was given `value`, below 1.
+    /// `ConcurrencyLimit(maxRunning:)` was given `value`, below 1 or above
+    /// `ConcurrencyLimit.maxRunningLimit`.
     ///
     /// May be called from any thread.
     public static func invalidConcurrencyLimit(_ value: Int) -> RegistryError {
         RegistryError(
-            .invalidConcurrencyLimit, detail: "a concurrency limit's maxRunning must be at least 1 (got \(value))")
+            .invalidConcurrencyLimit,
+            detail:
+                "a concurrency limit's maxRunning must be 1 through \(ConcurrencyLimit.maxRunningLimit) (got \(value))")
     }
 
     /// A one-line explanation (with the loop's error, when there is one).

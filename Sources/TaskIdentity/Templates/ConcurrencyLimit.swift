@@ -25,21 +25,37 @@ import Synchronization
 ///
 /// A value type; may be made and used on any thread.
 public struct ConcurrencyLimit: Hashable, Sendable, CustomStringConvertible {
-    /// Tells one limit from another: each `init` takes the next number, so two limits with the
-    /// same maximum are two queues, and copies of one limit are one.
-    let id: UInt64
+    /// Tells one limit from another: each `init` takes the next number (from 1), so two limits
+    /// with the same maximum are two queues, and copies of one limit are one.
+    @usableFromInline let id: UInt32
     /// How many actions of the tasks declared with this limit may run at once.
-    public let maxRunning: Int
+    public var maxRunning: Int { Int(maxRunningBits) }
+    @usableFromInline let maxRunningBits: UInt32
+
+    /// The largest `maxRunning`.
+    public static let maxRunningLimit = Int(UInt32.max)
 
     /// Makes a new limit, shared by the tasks declared with it (or with copies of it).
     ///
-    /// - Parameter maxRunning: how many actions may run at once; at least 1.
-    /// - Throws: `RegistryError.invalidConcurrencyLimit` for a maximum below 1.
+    /// - Parameter maxRunning: how many actions may run at once; 1 through `maxRunningLimit`.
+    /// - Throws: `RegistryError.invalidConcurrencyLimit` for a maximum below 1 or above
+    ///   `maxRunningLimit`.
     /// - Note: May be called from any thread.
     public init(maxRunning: Int) throws(RegistryError) {
-        guard maxRunning >= 1 else { throw .invalidConcurrencyLimit(maxRunning) }
-        self.maxRunning = maxRunning
+        guard maxRunning >= 1 && maxRunning <= Self.maxRunningLimit else { throw .invalidConcurrencyLimit(maxRunning) }
+        maxRunningBits = UInt32(maxRunning)
+        // 2^32 limits made in one process before the numbers wrap (and two limits could meet).
         id = nextConcurrencyLimitID.add(1, ordering: .relaxed).newValue
+    }
+
+    /// The limit as one word, never 0 (`TaskOptions.Values.limitBits`).
+    @inlinable var bits: UInt64 { UInt64(id) << 32 | UInt64(maxRunningBits) }
+
+    /// The limit whose `bits` these are; nil for 0.
+    init?(bits: UInt64) {
+        guard bits != 0 else { return nil }
+        id = UInt32(truncatingIfNeeded: bits >> 32)
+        maxRunningBits = UInt32(truncatingIfNeeded: bits)
     }
 
     /// `limit #N (maxRunning M)`.
@@ -47,4 +63,4 @@ public struct ConcurrencyLimit: Hashable, Sendable, CustomStringConvertible {
 }
 
 /// The number the next `ConcurrencyLimit` takes.
-private let nextConcurrencyLimitID = Atomic<UInt64>(0)
+private let nextConcurrencyLimitID = Atomic<UInt32>(0)
