@@ -67,9 +67,19 @@ final class LimitQueue {
         return waiter
     }
 
-    /// When the node that has waited longest joined, or nil for an empty queue.
-    var oldestSince: UInt64? {
-        lanes.lazy.map { lane in lane.waiters.withPayload(lane.waiters.head) { $0.since } }.min()
+    /// The generations waiting now (nodes of slots that moved on are not counted), and when
+    /// the earliest of their slots joined. O(nodes): for queries, not for the hot path.
+    func waiting() -> (count: Int, earliestSince: UInt64?) {
+        var count = 0
+        var earliest: UInt64?
+        for lane in lanes {
+            lane.waiters.forEach { waiter in
+                guard waiter.record.state.pending == .startLimited else { return }
+                count += 1
+                earliest = min(earliest ?? waiter.since, waiter.since)
+            }
+        }
+        return (count, earliest)
     }
 
     /// Drops every waiter (shutdown, after every record was removed).

@@ -124,7 +124,7 @@ extension TaskRegistry {
 
     /// Runs `body` on the loop thread and returns its result, translating the loop's refusal
     /// (its `LoopError` stays in the thrown error's `loopError`).
-    private func onLoop<Result: Sendable>(_ body: @escaping @Sendable () -> Result) async throws(RegistryError)
+    func onLoop<Result: Sendable>(_ body: @escaping @Sendable () -> Result) async throws(RegistryError)
         -> Result
     {
         if loop.inLoop { return body() }

@@ -130,7 +130,7 @@ public final class ShardedTaskRegistry<Key: Hashable & Sendable>: Sendable {
         return try await shard.loop.submit { try body(shard) }
     }
 
-    /// Declares a task on the key's shard; see `TaskRegistry.task(_:name:id:priority:debounce:throttle:policy:progressDelay:timeout:executor:action:)`.
+    /// Declares a task on the key's shard; see `TaskRegistry.task(_:name:id:priority:debounce:throttle:policy:progressDelay:timeout:limit:executor:action:)`.
     ///
     /// - Throws: `RegistryError`.
     public func task<each ID: Hashable & Sendable>(
@@ -242,6 +242,20 @@ public final class ShardedTaskRegistry<Key: Hashable & Sendable>: Sendable {
         var total = RegistryCounters()
         for shard in shards { total = total + (try await shard.countersSnapshot()) }
         return total
+    }
+
+    /// How `limit` stands on every shard, added up (`ConcurrencyLimitState.+`): each shard
+    /// caps its own runs, so `maxRunning` is the limit's times the number of shards.
+    ///
+    /// - Throws: as `TaskRegistry.limitStateSnapshot(of:)`.
+    /// - Note: May be called from any task.
+    public func limitStateSnapshot(of limit: ConcurrencyLimit) async throws(RegistryError) -> ConcurrencyLimitState {
+        var total: ConcurrencyLimitState?
+        for shard in shards {
+            let state = try await shard.limitStateSnapshot(of: limit)
+            total = total.map { $0 + state } ?? state
+        }
+        return total!  // a sharded registry has at least one shard
     }
 
     /// Starts recording every shard's trace, each into a ring of `capacity` events; see

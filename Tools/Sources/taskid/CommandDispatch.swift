@@ -175,6 +175,8 @@ extension RegistryServer {
                 } else {
                     RESPReply.null(version, into: &out)
                 }
+            case "TASK.QUEUE":
+                try await queueCommand(into: &out)
             case "TASK.TRACE":
                 try await traceCommand(
                     Array(arguments), version: version, unsentBytes: session.unsentReplyBytes, into: &out)
@@ -248,7 +250,8 @@ extension RegistryServer {
     /// -n at least n. Any thread.
     static let commandArity: [String: Int] = [
         "PING": -1, "ECHO": 2, "QUIT": -1, "SET": -3, "GET": 2, "DEL": -2, "EXISTS": -2, "DBSIZE": 1,
-        "TASK.PHASE": 2, "TASK.TRACE": -2, "INFO": -1, "COMMAND": -1, "CONFIG": -2, "CLIENT": -2, "SELECT": 2,
+        "TASK.PHASE": 2, "TASK.QUEUE": 1, "TASK.TRACE": -2, "INFO": -1, "COMMAND": -1, "CONFIG": -2, "CLIENT": -2,
+        "SELECT": 2,
         "HELLO": -1,
         "MULTI": 1, "EXEC": 1, "DISCARD": 1, "CLUSTER": -2, "READONLY": 1, "READWRITE": 1, "ASKING": 1,
     ]

@@ -61,6 +61,18 @@ struct ServeCommand: AsyncParsableCommand {
     var timeoutMilliseconds = 0
 
     @Option(
+        name: .customLong("max-running"),
+        help: ArgumentHelp(
+            "Runs at once on each loop, at most (0: no limit).",
+            discussion: """
+                A SET whose run would pass it waits in the loop's queue, TASK.PHASE answers \
+                waiting, and a newer SET of the key replaces it there without running it. A \
+                run holds its place until it returns, cancelled or not. TASK.QUEUE shows the \
+                queue.
+                """))
+    var maxRunning = 0
+
+    @Option(
         help: ArgumentHelp(
             "What a SET runs: sleep:MS, task-sleep:MS or upstream:HOST:PORT.",
             discussion: """
@@ -135,6 +147,7 @@ struct ServeCommand: AsyncParsableCommand {
         try check("--loops", loops, in: 1...64)
         try check("--debounce-ms", debounceMilliseconds, in: 0...86_400_000)
         try check("--timeout-ms", timeoutMilliseconds, in: 0...86_400_000)
+        try check("--max-running", maxRunning, in: 0...1_000_000)
         try check("--max-clients", maxClients, in: 1...1_000_000)
         try check("--max-request-bytes", maxRequestBytes, in: 64...(1 << 30))
         try check("--max-arguments", maxArguments, in: 1...Int(Int32.max))
@@ -185,6 +198,7 @@ struct ServeCommand: AsyncParsableCommand {
             configuration.loops = loops
             configuration.debounceMilliseconds = debounceMilliseconds
             configuration.timeoutMilliseconds = timeoutMilliseconds
+            configuration.maxRunning = maxRunning
             configuration.work = work
             configuration.maxClients = maxClients
             configuration.requestLimits = RESPLimits(maxRequestBytes: maxRequestBytes, maxArguments: maxArguments)

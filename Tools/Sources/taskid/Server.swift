@@ -27,6 +27,9 @@ final class RegistryServer: Sendable {
     /// The time-outs and connection cap of `--work upstream:` runs, shared by the shards. Any
     /// thread.
     let upstreamLimits: UpstreamLimits
+    /// The cap on runs at once (`--max-running`), which each shard applies to its own runs;
+    /// nil for none. Any thread.
+    let runLimit: ConcurrencyLimit?
     /// Where the server reports what it survives and its start and stop.
     let logger: Logger
     var frontLoop: UVLoop { group.loops[0] }
@@ -57,8 +60,10 @@ final class RegistryServer: Sendable {
             maxConnections: configuration.upstreamMaxConnections)
         self.upstreamLimits = upstreamLimits
         registry = ShardedTaskRegistry<ServerKey>(group: group)
+        let runLimit = configuration.maxRunning > 0 ? try ConcurrencyLimit(maxRunning: configuration.maxRunning) : nil
+        self.runLimit = runLimit
         works = try group.loops.map {
-            try WorkTemplate.make(on: $0, configuration: configuration, upstreamLimits: upstreamLimits)
+            try WorkTemplate.make(on: $0, configuration: configuration, upstreamLimits: upstreamLimits, limit: runLimit)
         }
         front = LoopBound(FrontLoopState(), loop: group.loops[0])
         gate = configuration.loops > 1 ? TransactionGate(loop: group.loops[0]) : nil

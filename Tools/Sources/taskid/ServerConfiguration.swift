@@ -44,6 +44,8 @@ struct ServerConfiguration: Sendable, Equatable {
     var debounceMilliseconds = 0
     /// Each run's time limit (`--timeout-ms`); 0 for none.
     var timeoutMilliseconds = 0
+    /// How many runs may hold a place at once on each loop (`--max-running`); 0 for no limit.
+    var maxRunning = 0
     var work = ServerWork.sleep(milliseconds: 10)
     var maxClients = 10_000
     /// The largest request and the most arguments one request may have (`--max-request-bytes`,

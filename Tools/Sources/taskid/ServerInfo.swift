@@ -13,7 +13,7 @@ extension RegistryServer {
             [
                 "# Server", "taskid_version:\(taskidVersion)", "tcp_port:\(port)", "loops:\(registry.shards.count)",
                 "work:\(configuration.work)", "debounce_ms:\(configuration.debounceMilliseconds)",
-                "timeout_ms:\(configuration.timeoutMilliseconds)",
+                "timeout_ms:\(configuration.timeoutMilliseconds)", "max_running:\(configuration.maxRunning)",
                 "", "# Clients", "connected_clients:\(clients)", "maxclients:\(configuration.maxClients)",
                 "", "# Stats", "total_commands_processed:\(commandsProcessed)",
                 "", "# Cluster", "cluster_enabled:\(cluster == nil ? 0 : 1)",

@@ -44,7 +44,7 @@ struct ServerService: Service {
             metadata: [
                 "loops": "\(configuration.loops)", "work": "\(configuration.work)",
                 "debounce_ms": "\(configuration.debounceMilliseconds)",
-                "timeout_ms": "\(configuration.timeoutMilliseconds)",
+                "timeout_ms": "\(configuration.timeoutMilliseconds)", "max_running": "\(configuration.maxRunning)",
             ])
         ReadyLine(host: configuration.host, port: port, loops: configuration.loops, pid: getpid()).emit()
         // Returns on graceful shutdown; throws CancellationError when the group cancels us.

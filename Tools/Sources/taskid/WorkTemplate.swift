@@ -40,7 +40,8 @@ enum WorkTemplate {
     ///
     /// - Throws: the registry's error when the template's options are refused.
     static func make(
-        on loop: UVLoop, configuration: ServerConfiguration, upstreamLimits: UpstreamLimits
+        on loop: UVLoop, configuration: ServerConfiguration, upstreamLimits: UpstreamLimits,
+        limit: ConcurrencyLimit?
     ) throws -> TaskTemplate<ServerKey> {
         let debounce = Duration.milliseconds(configuration.debounceMilliseconds)
         let timeout: Duration? =
@@ -48,18 +49,20 @@ enum WorkTemplate {
         // The templates capture what they need, values only, so that they are `Sendable`.
         switch configuration.work {
         case .sleep(let milliseconds):
-            return try .synchronous(debounce: debounce, timeout: timeout, after: .milliseconds(milliseconds)) {
+            return try .synchronous(
+                debounce: debounce, timeout: timeout, limit: limit, after: .milliseconds(milliseconds)
+            ) {
                 key, context in
                 commit(context)
             }
         case .taskSleep(let milliseconds):
-            return try TaskTemplate<ServerKey>(debounce: debounce, timeout: timeout) { key, context in
+            return try TaskTemplate<ServerKey>(debounce: debounce, timeout: timeout, limit: limit) { key, context in
                 try await context.clock.sleep(for: .milliseconds(milliseconds))
                 commit(context)
             }
         case .upstream(let host, let port):
             let limits = upstreamLimits
-            return try TaskTemplate<ServerKey>(debounce: debounce, timeout: timeout) { key, context in
+            return try TaskTemplate<ServerKey>(debounce: debounce, timeout: timeout, limit: limit) { key, context in
                 try await limits.ping(host: host, port: port, on: loop)
                 commit(context)
             }

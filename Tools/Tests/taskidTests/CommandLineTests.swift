@@ -19,6 +19,7 @@ struct CommandLineTests {
             "--max-clients", "5", "--max-request-bytes", "4096", "--log-level", "debug", "--max-arguments", "77",
             "--drain-timeout-ms", "250", "--upstream-connect-timeout-ms", "11", "--upstream-reply-timeout-ms", "12",
             "--upstream-max-connections", "13", "--max-transaction-bytes", "1000", "--timeout-ms", "30",
+            "--max-running", "64",
         ])
         var expected = ServerConfiguration()
         expected.host = "::1"
@@ -26,6 +27,7 @@ struct CommandLineTests {
         expected.loops = 3
         expected.debounceMilliseconds = 50
         expected.timeoutMilliseconds = 30
+        expected.maxRunning = 64
         expected.work = .taskSleep(milliseconds: 7)
         expected.maxClients = 5
         expected.requestLimits = RESPLimits(maxRequestBytes: 4096, maxArguments: 77)
@@ -51,6 +53,7 @@ struct CommandLineTests {
         (["--port", "six"], "The value 'six' is invalid for '--port <port>'"),
         (["--debounce-ms", "-1"], "--debounce-ms"),
         (["--timeout-ms", "86400001"], "--timeout-ms takes an integer in 0...86400000, got '86400001'"),
+        (["--max-running", "1000001"], "--max-running takes an integer in 0...1000000, got '1000001'"),
         (["--max-clients", "0"], "--max-clients takes an integer in 1...1000000"),
         (["--max-request-bytes", "63"], "--max-request-bytes takes an integer in 64...1073741824"),
         (["--max-arguments", "0"], "--max-arguments takes an integer in 1...2147483647"),
