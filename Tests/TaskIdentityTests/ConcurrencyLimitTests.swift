@@ -34,8 +34,15 @@ struct ConcurrencyLimitTests {
         #expect(try registry.phase(of: "c")?.description == "waiting")
         var counters = try registry.counters
         #expect(counters.queued == 2 && counters.queueLength == 2 && counters.runningActions == 2)
-        loop.advance(ms: 10)
+        #expect(
+            try registry.limitState(of: limit)
+                == ConcurrencyLimitState(maxRunning: 2, running: 2, queued: 2, oldestWait: .zero))
+        loop.advance(ms: 4)
+        #expect(try registry.limitState(of: limit).oldestWait == .milliseconds(4))
+        #expect(try registry.limitState(of: try ConcurrencyLimit(maxRunning: 3)).description == "running 0/3, queued 0")
+        loop.advance(ms: 6)
         #expect(log.take() == ["a ends at 10", "c starts at 10"], "c, queued first, takes a's place at once")
+        #expect(try registry.limitState(of: limit).description == "running 2/2, queued 1, oldest wait 0.01 seconds")
         #expect(Self.waitReason(registry, "d") == .concurrencyLimit)
         loop.advance(ms: 10)
         #expect(log.take() == ["b ends at 20", "d starts at 20"])
