@@ -54,7 +54,7 @@ struct ConcurrencyLimitTests {
         h.finish()
     }
 
-    @Test func aQueuedRunReplacedBeforeItStartsNeverCallsItsActionAndKeepsItsPlace() throws {
+    @Test func aQueuedRunReplacedBeforeItStartsNeverCallsItsActionAndItsSlotJoinsAtTheBack() throws {
         let h = RegistryHarness<String>()
         let (loop, registry, log) = (h.loop, h.registry, h.log)
         let limit = try ConcurrencyLimit(maxRunning: 1)
@@ -68,16 +68,16 @@ struct ConcurrencyLimitTests {
         loop.run()
         #expect(Self.waitReason(registry, "b") == .concurrencyLimit)
         loop.advance(ms: 5)
-        #expect(log.take() == ["a starts at 0", "a ends at 10", "b2 starts at 10"], "b kept its place ahead of c")
+        #expect(log.take() == ["a starts at 0", "a ends at 10", "c starts at 10"], "b's new identity joined after c")
         loop.advance(ms: 10)
-        #expect(log.take() == ["b2 ends at 20", "c starts at 20"])
+        #expect(log.take() == ["c ends at 20", "b2 starts at 20"])
         #expect(
             phases.take() == [
-                "g1 waiting", "g1 cancelled(supersededByPolicy)", "g2 waiting", "g2 running", "g2 finished",
+                "g1 waiting", "g1 cancelled(supersededByPolicy)", "g2 waiting", "g2 running",
             ])
         let counters = try registry.counters
         #expect(counters.coalesced == 1 && counters.started == 3)
-        #expect(counters.queueWaitNanoseconds == 10_000_000 + 20_000_000, "b's slot waited from 0, c from 0")
+        #expect(counters.queueWaitNanoseconds == 10_000_000 + 15_000_000, "c waited from 0, b2 from 5")
         loop.advance(ms: 10)
         h.finish()
     }
@@ -153,13 +153,9 @@ struct ConcurrencyLimitTests {
         h.finish()
     }
 
-    /// A queued slot whose new identity waits out a debounce keeps its node: back in time,
-    /// it keeps its place; still debouncing when its turn comes, it loses it.
-    @Test(arguments: [
-        (redeclareAt: 6, expected: ["a=1 starts at 3", "b=2 starts at 13", "c=1 starts at 23"]),
-        (redeclareAt: 11, expected: ["a=1 starts at 3", "c=1 starts at 13", "b=2 starts at 23"]),
-    ])
-    func aQueuedSlotThatDebouncesAgainKeepsItsPlaceOnlyIfBackInTime(redeclareAt: Int, expected: [String]) throws {
+    /// A queued slot whose new identity waits out a debounce leaves the queue, and joins it
+    /// again, at the back, when its window closes.
+    @Test func aQueuedSlotThatDebouncesAgainLeavesTheQueueUntilItsWindowCloses() throws {
         let h = RegistryHarness<String>()
         let (loop, registry, log) = (h.loop, h.registry, h.log)
         let limit = try ConcurrencyLimit(maxRunning: 1)
@@ -173,12 +169,15 @@ struct ConcurrencyLimitTests {
         try registry.task("c", id: 1, template: search)
         loop.advance(ms: 3)  // b, then c, queued at 6
         #expect(Self.waitReason(registry, "b") == .concurrencyLimit)
-        loop.advance(ms: redeclareAt - 6)
-        try registry.task("b", id: 2, template: search)  // debounces until redeclareAt + 3
+        #expect(try registry.limitState(of: limit).queued == 2)
+        try registry.task("b", id: 2, template: search)  // debounces until 9
         loop.advance(ms: 1)
         #expect(Self.waitReason(registry, "b") == .debounce)
-        loop.advance(ms: 30 - redeclareAt - 1)
-        #expect(log.take() == expected)
+        #expect(try registry.limitState(of: limit).queued == 1, "b's node went with its generation")
+        loop.advance(ms: 2)
+        #expect(Self.waitReason(registry, "b") == .concurrencyLimit)
+        loop.advance(ms: 20)
+        #expect(log.take() == ["a=1 starts at 3", "c=1 starts at 13", "b=2 starts at 23"])
         #expect(try registry.counters.queueLength == 0)
         loop.advance(ms: 10)
         h.finish()
@@ -204,8 +203,8 @@ struct ConcurrencyLimitTests {
         let starts = log.take()
         #expect(
             starts.prefix(4) == [
-                "other=1 starts at 0", "busy=9 starts at 10", "patient=1 starts at 10", "busy=19 starts at 20",
-            ], "patient starts as soon as busy's run is replaced, not after busy settles")
+                "other=1 starts at 0", "patient=1 starts at 10", "busy=19 starts at 20", "busy=20 starts at 20",
+            ], "busy queued first, but each of its new ids joined at the back: patient went first")
         h.finish()
     }
 
@@ -323,6 +322,7 @@ struct ConcurrencyLimitTests {
             if let queue = registry.core.limitQueues[limit.id] {  // made by the first declaration
                 #expect(queue.brokenInvariant() == nil)
                 #expect(queue.running <= 3)
+                #expect(queue.count == (try registry.counters.queueLength), "a node per waiting generation")
             }
             #expect(executing.withLock { $0.now } <= 3)
             let waiting = (0..<16).filter { Self.waitReason(registry, $0) == .concurrencyLimit }

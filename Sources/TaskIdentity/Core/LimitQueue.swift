@@ -1,12 +1,9 @@
 /// One registry's side of one `ConcurrencyLimit`: how many of its runs are under way, and the
-/// slots whose runs wait for one of them to end, ordered by priority, then by when each slot
-/// joined. A slot keeps its place while new identities replace the queued one (the core keeps
-/// each record's node beside the queue, `RegistryCore.limitQueued`), so that a queued slot whose
-/// identity keeps changing neither loses its turn nor is started twice.
-///
-/// A record whose queued generation moved on (to a debounce window, say) may keep its node
-/// until the node reaches the head, where admission skips it: the queue's length that
-/// counters report (`queueLength`) counts generations waiting, not nodes.
+/// generations waiting for one of them to end, ordered by priority, then by when each joined
+/// (when its slot's identity last changed: a new identity for a queued slot replaces the
+/// queued generation, whose node goes with it, and joins last). The core keeps each waiting
+/// record's node beside the queue (`RegistryCore.limitQueued`), so that a generation that ends
+/// without starting leaves at once: every node is a generation waiting.
 ///
 /// Loop thread only.
 final class LimitQueue {
@@ -39,8 +36,8 @@ final class LimitQueue {
     var isFull: Bool { running >= maxRunning }
     /// No node is queued.
     var isEmpty: Bool { lanes.isEmpty }
-    /// Nodes queued (waiting generations, and slots that moved on but keep their place).
-    var nodeCount: Int { lanes.reduce(0) { $0 + $1.waiters.count } }
+    /// Generations queued.
+    var count: Int { lanes.reduce(0) { $0 + $1.waiters.count } }
 
     /// Queues `record` last among the waiters of `priority`, and returns its node's number.
     func join(_ record: AnyTaskRecord, priority: UInt8, now: UInt64) -> UInt32 {
@@ -67,26 +64,17 @@ final class LimitQueue {
         return waiter
     }
 
-    /// The generations waiting now (nodes of slots that moved on are not counted), and when
-    /// the earliest of their slots joined. O(nodes): for queries, not for the hot path.
-    func waiting() -> (count: Int, earliestSince: UInt64?) {
-        var count = 0
-        var earliest: UInt64?
-        for lane in lanes {
-            lane.waiters.forEach { waiter in
-                guard waiter.record.state.pending == .startLimited else { return }
-                count += 1
-                earliest = min(earliest ?? waiter.since, waiter.since)
-            }
-        }
-        return (count, earliest)
+    /// When the generation that has waited longest joined, or nil for an empty queue.
+    var earliestSince: UInt64? {
+        lanes.lazy.map { lane in lane.waiters.withPayload(lane.waiters.head) { $0.since } }.min()
     }
 
     /// Drops every waiter (shutdown, after every record was removed).
     func close() { lanes = [] }
 
     /// A description of the first broken invariant, or nil: lanes non-empty and in strictly
-    /// falling priority, each a well-linked list in the order its nodes joined. For tests.
+    /// falling priority, each a well-linked list in the order its nodes joined, every node's
+    /// generation waiting in a limit's queue. For tests.
     func brokenInvariant() -> String? {
         var previous: UInt8?
         for lane in lanes {
@@ -96,6 +84,7 @@ final class LimitQueue {
             var lastSince: UInt64 = 0
             let fault = lane.waiters.brokenInvariant { number, waiter in
                 defer { lastSince = waiter.since }
+                if waiter.record.state.pending != .startLimited { return "node \(number)'s generation is not queued" }
                 return waiter.since < lastSince ? "node \(number) joined before the node ahead of it" : nil
             }
             if let fault { return fault }

@@ -118,17 +118,6 @@ struct NodeList<Payload> {
         if next != 0 { withNode(next) { $0.previous = previous } } else { tail = previous }
     }
 
-    /// Calls `body` with every linked payload, first to last. O(count).
-    func forEach(_ body: (borrowing Payload) -> Void) {
-        var number = head
-        while number != 0 {
-            let index = Int(number &- 1)
-            let node = chunks[index >> Self.chunkShift][index & (Self.chunkCapacity - 1)]
-            body(node.payload!)
-            number = node.next
-        }
-    }
-
     /// The first broken link, or nil, after `check` has seen every linked payload in order
     /// (it returns a fault of its own, or nil). For tests; O(count).
     func brokenInvariant(_ check: (UInt32, borrowing Payload) -> String?) -> String? {

@@ -30,15 +30,15 @@ extension RegistryCore {
 
     /// `carryOut`'s part for the side tables of time and concurrency limits: a run that ended
     /// or was cancelled drops its time limit, a pending generation that ended without starting
-    /// takes its slot out of its limit's queue, and a delayed synchronous run cancelled before
-    /// its action was called gives its place back.
+    /// (replaced or cancelled) takes its node out of its limit's queue, and a delayed
+    /// synchronous run cancelled before its action was called gives its place back.
     @inline(never)
     func releaseSideTables(_ effects: TaskStateMachine.Effects, on record: AnyTaskRecord) {
         if let ended = effects.endedRun {
             if let link = timeLimited.removeValue(forKey: ObjectIdentifier(record)) { link.limits.remove(link.node) }
             if effects.actionNeverCalled { givePlaceBack(record, generation: ended.generation) }
         }
-        if effects.dropPendingAction, let link = limitQueued.removeValue(forKey: ObjectIdentifier(record)) {
+        if effects.endedPending != nil, let link = limitQueued.removeValue(forKey: ObjectIdentifier(record)) {
             link.queue.leave(priority: link.priority, node: link.node)
         }
     }

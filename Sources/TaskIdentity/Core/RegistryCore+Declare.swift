@@ -55,7 +55,7 @@ extension RegistryCore {
         // One test on the common path, for every side table that a run's end or a pending
         // generation's end releases: separate tests make this function too large to be inlined
         // into `runEnded` (about 25 instructions a W1 change).
-        if (effects.endedRun != nil || effects.dropPendingAction) && hasRunSideTables {
+        if (effects.endedRun != nil || effects.endedPending != nil) && hasRunSideTables {
             releaseSideTables(effects, on: record)
         }
         if effects.stopThrottleTimer { throttles[ObjectIdentifier(record)]?.timer?.stop() }

@@ -12,18 +12,15 @@ extension RegistryCore {
         guard queue.isFull || !queue.isEmpty else { return false }
         // Nil: the queued generation moved on meanwhile, and nothing starts (as `startAllowed`).
         guard let effects = record.state.startLimited(counters: &counters) else { return true }
-        let id = ObjectIdentifier(record)
+        // Last among its priority: the queue is ordered by when each slot's identity last
+        // changed, as the identity most likely to be kept is the one that has held longest.
+        // (The node of a replaced generation went with it, in `releaseSideTables`.)
         let priority = record.options.values.priority
-        if let link = limitQueued[id], link.queue === queue, link.priority == priority {
-            // A new identity replaced the one queued: it keeps the slot's place.
-        } else {
-            if let old = limitQueued[id] { old.queue.leave(priority: old.priority, node: old.node) }
-            let node = queue.join(record, priority: priority, now: unretainedLoop.now.nanoseconds)
-            limitQueued[id] = LimitQueueLink(queue: queue, priority: priority, node: node)
-        }
+        let node = queue.join(record, priority: priority, now: unretainedLoop.now.nanoseconds)
+        limitQueued[ObjectIdentifier(record)] = LimitQueueLink(queue: queue, priority: priority, node: node)
         if trace != nil { trace(record, record.state.generation, .queued) }
         carryOut(effects, on: record)
-        // Only nodes of slots that moved on were ahead of it: the head may start this turn.
+        // Others were queued ahead of it, but a place is free: the head starts this turn.
         if !queue.isFull { scheduleAdmission(queue) }
         return true
     }
@@ -65,7 +62,8 @@ extension RegistryCore {
             while !queue.isFull, let waiter = queue.removeHead() {
                 let record = waiter.record
                 limitQueued[ObjectIdentifier(record)] = nil
-                // A slot whose generation moved on (a debounce window, say) gave up its place.
+                // Every node's generation waits (a node goes with its generation), checked
+                // rather than assumed: starting a generation that is not waiting would trap.
                 guard record.state.pending == .startLimited else { continue }
                 counters.queueWaitNanoseconds &+= now &- waiter.since
                 record.state.admitted(counters: &counters)

@@ -42,7 +42,7 @@ extension TaskRegistry {
     /// How `limit` stands in this registry: its places taken and its queue (all zero, and no
     /// wait, for a limit no task of this registry was declared with).
     ///
-    /// - Complexity: O(n) in the limit's queue.
+    /// - Complexity: O(p) in the priorities waiting.
     /// - Throws: `RegistryError.calledOffLoopThread` off the loop thread (use
     ///   `limitStateSnapshot(of:)` there).
     /// - Note: Loop thread only; never traps.
@@ -66,10 +66,9 @@ extension RegistryCore {
         guard let queue = limitQueues[limit.id] else {
             return ConcurrencyLimitState(maxRunning: limit.maxRunning, running: 0, queued: 0, oldestWait: nil)
         }
-        let waiting = queue.waiting()
         let now = unretainedLoop.now.nanoseconds
         return ConcurrencyLimitState(
-            maxRunning: limit.maxRunning, running: queue.running, queued: waiting.count,
-            oldestWait: waiting.earliestSince.map { .nanoseconds(now &- $0) })
+            maxRunning: limit.maxRunning, running: queue.running, queued: queue.count,
+            oldestWait: queue.earliestSince.map { .nanoseconds(now &- $0) })
     }
 }

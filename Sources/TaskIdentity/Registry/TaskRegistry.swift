@@ -188,7 +188,7 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
     ///     the same id again does not run it again. nil (the default): no limit.
     ///   - limit: a cap on runs at once, shared by every task declared with the same
     ///     `ConcurrencyLimit`: a run past it waits in the limit's queue (phase `waiting`), and a
-    ///     new identity replaces a queued one in place, so replaced work never starts. nil (the
+    ///     new identity replaces a queued one, which never starts, and joins at the back. nil (the
     ///     default): the registry's `configuration.concurrencyLimit`, if any.
     ///   - executor: where the action runs: the registry's loop (the default), `.global` for
     ///     actions that compute, or any `TaskExecutor` (see `ActionExecutor`). The bookkeeping

@@ -5,13 +5,15 @@ import Synchronization
 /// and declaration that calls it.
 ///
 /// A run that would pass the cap is not started: it waits, phase `waiting`, in the limit's
-/// queue (`TaskSnapshot.waitReason` `.concurrencyLimit`), ordered by priority, then by the time
-/// its slot joined the queue. A new identity for a queued slot replaces the queued one in place,
-/// keeping its place; the replaced identity ends `cancelled(.supersededByPolicy)` and never
-/// calls its action. `remove`, `cancel` and `dropPending` take the slot out of the queue.
-/// A place is taken when a run starts and given back when its action returns, so a cancelled
-/// run keeps its place until it has actually stopped, as a semaphore would; the queue's head
-/// starts in the same loop turn.
+/// queue (`TaskSnapshot.waitReason` `.concurrencyLimit`), ordered by priority, then by arrival.
+/// A new identity for a queued slot replaces the queued one, which ends
+/// `cancelled(.supersededByPolicy)` without calling its action, and joins at the back:
+/// the identity that has held longest, the one a typist most likely kept, is served first, and
+/// a slot whose identity keeps changing never holds the head. `remove`, `cancel` and
+/// `dropPending` take the slot out of the queue. A place is taken when a run starts and given
+/// back when its action returns, so a cancelled run keeps its place until it has actually
+/// stopped, as a semaphore's permit would be kept; the queue's head starts in the loop turn
+/// the place comes free.
 ///
 /// Each registry counts its own runs: the same limit given to two registries (or to the shards
 /// of a `ShardedTaskRegistry`) caps each of them separately.

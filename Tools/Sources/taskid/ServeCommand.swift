@@ -66,7 +66,7 @@ struct ServeCommand: AsyncParsableCommand {
             "Runs at once on each loop, at most (0: no limit).",
             discussion: """
                 A SET whose run would pass it waits in the loop's queue, TASK.PHASE answers \
-                waiting, and a newer SET of the key replaces it there without running it. A \
+                waiting, and a newer SET of the key replaces it (never running it) at the back. A \
                 run holds its place until it returns, cancelled or not. TASK.QUEUE shows the \
                 queue.
                 """))
