@@ -32,12 +32,12 @@ struct RunLimitTests {
             #expect(replies[0] == "+waiting")
             #expect(replies[1].hasPrefix(#"["queued", :2, "running", :1, "max_running", :1, "oldest_wait_ms", :"#))
             #expect(replies[2].contains("max_running:1") && replies[2].contains("queue_length:2"))
-            // A newer id for b replaces the waiting one in its place; removing a frees the
-            // place, and b (queued before c) takes it with its newest id.
+            // A newer id for b replaces the waiting one and joins behind c; removing a frees
+            // the place, and c takes it.
             try await client.send("SET b 2\r\nDEL a\r\n")
             #expect(try await client.replies(2) == ["+OK", ":1"])
-            try await waitForPhase("+running", of: "b", client)
-            try await client.send("TASK.PHASE c\r\nTASK.QUEUE\r\nINFO\r\n")
+            try await waitForPhase("+running", of: "c", client)
+            try await client.send("TASK.PHASE b\r\nTASK.QUEUE\r\nINFO\r\n")
             let after = try await client.replies(3)
             #expect(after[0] == "+waiting")
             #expect(after[1].hasPrefix(#"["queued", :1, "running", :1, "#))
