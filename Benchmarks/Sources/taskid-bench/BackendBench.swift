@@ -29,10 +29,10 @@ struct BackendBench: ParsableCommand {
     @Option(help: "Seconds of typing (then the queue drains).") var seconds = 10
     @Option(help: "The backend's places: searches it serves at once.") var backendPlaces = 64
     @Option(help: "A search's service time on the backend, in milliseconds.") var searchMs = 20
-    @Option(help: "Keystrokes in a burst.") var burst = 4
-    @Option(help: "Milliseconds between keystrokes in a burst.") var keystrokeMs = 60
-    @Option(help: "Shortest pause after a burst, in milliseconds.") var pauseMinMs = 4_000
-    @Option(help: "Longest pause after a burst, in milliseconds.") var pauseMaxMs = 8_000
+    @Option(help: "Keystrokes in a burst.") var burst = 6
+    @Option(help: "Milliseconds between keystrokes in a burst.") var keystrokeMs = 100
+    @Option(help: "Shortest pause after a burst, in milliseconds.") var pauseMinMs = 2_000
+    @Option(help: "Longest pause after a burst, in milliseconds.") var pauseMaxMs = 5_000
     @Option(help: "How long the queue may drain after the typing, at most, in seconds.") var drainSeconds = 30
     @Option(
         help: ArgumentHelp(
@@ -190,6 +190,10 @@ final class BackendWorld: @unchecked Sendable {
     var mostInBackend = 0
     var answers = 0
     let latency = LatencyRecorder()
+    /// Searches at the backend, by number: the timer of each one's reply, and its caller.
+    private var inFlight: [Int: (UVTimer, CheckedContinuation<Void, Never>)] = [:]
+    private var nextSearch = 0
+    private var closed = false
 
     init(typists: Int, places: Int, searchMs: Int, loop: UVLoop) {
         self.loop = loop
@@ -215,6 +219,7 @@ final class BackendWorld: @unchecked Sendable {
     /// cancelled meanwhile (as a request already sent is served), and the caller holds its
     /// place until the reply.
     func serve(_ typist: Int, query: Int) async {
+        if closed { return }  // the run is over: what the driver's teardown wakes is not counted
         calls += 1
         if latestQuery[typist] != query { wasted += 1 }
         inBackend += 1
@@ -222,15 +227,26 @@ final class BackendWorld: @unchecked Sendable {
         defer { inBackend -= 1 }
         let loop = self.loop
         let search = self.search
+        nextSearch += 1
+        let number = nextSearch
         await withCheckedContinuation { (replied: CheckedContinuation<Void, Never>) in
-            let timer = LoopLocal<UVTimer?>(nil)
-            timer.value = try! loop.makeUVTimer {
-                timer.value?.close()
-                timer.value = nil
-                replied.resume()
-            }
-            try! timer.value!.start(after: search)
+            let timer = try! loop.makeUVTimer { [unowned self] in self.reply(number) }
+            inFlight[number] = (timer, replied)
+            try! timer.start(after: search)
         }
+    }
+
+    /// The backend's reply to search `number`: its caller resumes.
+    private func reply(_ number: Int) {
+        guard let (timer, replied) = inFlight.removeValue(forKey: number) else { return }
+        timer.close()
+        replied.resume()
+    }
+
+    /// Ends the run: every search still at the backend replies now, and no later call counts.
+    func close() {
+        closed = true
+        for number in Array(inFlight.keys) { reply(number) }
     }
 
     /// An answer reached the typist: counted, with its latency, when it is for their latest query.
@@ -320,6 +336,7 @@ final class Runner: @unchecked Sendable {
 
     /// Cancels everything and calls `done` on the loop once every run has ended.
     func stop(_ done: @escaping @Sendable () -> Void) {
+        world.close()
         if let registry {
             finalCounters = try? registry.counters
             Task(executorPreference: world.loop) {
