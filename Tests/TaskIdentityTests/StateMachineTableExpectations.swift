@@ -26,6 +26,7 @@ extension StateMachineTable {
                 ),
                 .previousRunEnded: .traps,
                 .startLimited: .traps, .admitted: .traps,
+                .runFailedRetrying: .traps,
             ]
         ),
         (
@@ -61,6 +62,7 @@ extension StateMachineTable {
                 .inheritEndingRuns: .traps,
                 .previousRunEnded: .traps,
                 .startLimited: .traps, .admitted: .traps,
+                .runFailedRetrying: .traps,
             ]
         ),
         (
@@ -105,6 +107,9 @@ extension StateMachineTable {
                 .inheritEndingRuns: .traps,
                 .previousRunEnded: .traps,
                 .startLimited: .traps, .admitted: .traps,
+                .runFailedRetrying: .becomes(
+                    "debouncing none g2/1 ending0 waiting | dropTask endedRun(g1 failed) | failed+1 runningActions-1 liveGenerations-1"
+                ),
             ]
         ),
         (
@@ -140,6 +145,7 @@ extension StateMachineTable {
                 .inheritEndingRuns: .traps,
                 .previousRunEnded: .traps,
                 .startLimited: .traps, .admitted: .traps,
+                .runFailedRetrying: .traps,
             ]
         ),
         (
@@ -177,6 +183,8 @@ extension StateMachineTable {
                     "startQueued none g2/1 ending0 waiting inQueue | next=queueStart | "
                 ),
                 .startLimited: .traps, .admitted: .traps,
+                .runFailedRetrying: .becomes(
+                    "startQueued none g2/1 ending0 waiting inQueue | next=queueStart | runningActions-1"),
             ]
         ),
         (
@@ -210,6 +218,7 @@ extension StateMachineTable {
                 .previousRunEnded: .traps,
                 .startLimited: .becomes(
                     "startLimited none g1/0 ending0 waiting | waiting(g1) | queued+1 queueLength+1"), .admitted: .traps,
+                .runFailedRetrying: .traps,
             ]
         ),
         (
@@ -243,6 +252,40 @@ extension StateMachineTable {
                 .previousRunEnded: .traps,
                 .startLimited: .traps,
                 .admitted: .becomes("startQueued none g1/0 ending0 waiting inQueue |  | queueLength-1"),
+                .runFailedRetrying: .traps,
+            ]
+        ),
+        (
+            .retrying,
+            [
+                .declareEqual: .unchanged,
+                .declareNew: .becomes(
+                    "startQueued none g2/1 ending0 waiting inQueue | endedPending(g1 cancelled(identityChanged)) next=queueStart | declared+1 cancelled+1"
+                ),
+                .declareNewDebounced: .becomes(
+                    "debouncing none g2/1 ending0 waiting | endedPending(g1 cancelled(identityChanged)) next=waitForDebounce(deadline: 150) waiting(g2) | declared+1 cancelled+1"
+                ),
+                .declareNewKeepRunning: .becomes(
+                    "startQueued none g2/1 ending0 waiting inQueue | endedPending(g1 cancelled(identityChanged)) next=queueStart | declared+1 cancelled+1"
+                ),
+                .startAllowed: .traps,
+                .runEndedCurrent: .traps, .runEndedCancelled: .traps, .runFailedRetrying: .traps,
+                .remove: .becomes(
+                    "none none g1/1 ending0 cancelled(removed) removed | dropPending endedPending(g1 cancelled(removed)) | cancelled+1 liveGenerations-1"
+                ),
+                .removeAtShutdown: .becomes(
+                    "none none g1/1 ending0 cancelled(registryShutDown) removed | dropPending endedPending(g1 cancelled(registryShutDown)) | cancelled+1 liveGenerations-1"
+                ),
+                .cancelByCaller: .becomes(
+                    "none none g1/1 ending0 cancelled(cancelledByCaller) | dropPending endedPending(g1 cancelled(cancelledByCaller)) | cancelled+1 liveGenerations-1"
+                ),
+                .dropPending: .becomes(
+                    "none none g1/1 ending0 cancelled(pendingDropped) | dropPending endedPending(g1 cancelled(pendingDropped)) | cancelled+1 liveGenerations-1"
+                ),
+                .inheritEndingRuns: .traps,
+                .previousRunEnded: .traps,
+                .startLimited: .traps, .admitted: .traps,
+                .retryDue: .becomes("startQueued none g1/1 ending0 waiting inQueue | next=queueStart | "),
             ]
         ),
         (
@@ -279,6 +322,7 @@ extension StateMachineTable {
                 .inheritEndingRuns: .traps,
                 .previousRunEnded: .traps,
                 .startLimited: .becomes("debouncing none g2/0 ending0 waiting | result=skip | "), .admitted: .traps,
+                .runFailedRetrying: .traps,
             ]
         ),
         (
@@ -316,6 +360,9 @@ extension StateMachineTable {
                 .inheritEndingRuns: .traps,
                 .previousRunEnded: .traps,
                 .startLimited: .traps, .admitted: .traps,
+                .runFailedRetrying: .becomes(
+                    "retrying none g1/1 ending0 waiting | dropTask next=waitForRetry(until: 200) waiting(g1) | retries+1 runningActions-1"
+                ),
             ]
         ),
         (
@@ -349,6 +396,7 @@ extension StateMachineTable {
                 .inheritEndingRuns: .traps,
                 .previousRunEnded: .traps,
                 .startLimited: .traps, .admitted: .traps,
+                .runFailedRetrying: .traps,
             ]
         ),
         (
@@ -384,6 +432,9 @@ extension StateMachineTable {
                 .inheritEndingRuns: .traps,
                 .previousRunEnded: .traps,
                 .startLimited: .traps, .admitted: .traps,
+                .runFailedRetrying: .becomes(
+                    "retrying none g1/1 ending0 waiting | dropTask next=waitForRetry(until: 200) waiting(g1) | retries+1 runningActions-1"
+                ),
             ]
         ),
         (
@@ -403,6 +454,7 @@ extension StateMachineTable {
                 .inheritEndingRuns: .traps,
                 .previousRunEnded: .traps,
                 .startLimited: .traps, .admitted: .traps,
+                .runFailedRetrying: .traps,
             ]
         ),
         (
@@ -427,6 +479,7 @@ extension StateMachineTable {
                     "none none g1/1 ending0 cancelled(identityChanged) |  | "
                 ),
                 .startLimited: .traps, .admitted: .traps,
+                .runFailedRetrying: .becomes("none none g1/1 ending0 cancelled(identityChanged) |  | runningActions-1"),
             ]
         ),
         (
@@ -444,6 +497,7 @@ extension StateMachineTable {
                 .previousRunEnded: .traps,
                 .startLimited: .becomes("none none g1/0 ending0 cancelled(removed) removed | result=skip | "),
                 .admitted: .traps,
+                .runFailedRetrying: .traps,
             ]
         ),
         (
@@ -463,6 +517,7 @@ extension StateMachineTable {
                     "none none g1/1 ending0 cancelled(removed) removed |  | "
                 ),
                 .startLimited: .traps, .admitted: .traps,
+                .runFailedRetrying: .becomes("none none g1/1 ending0 cancelled(removed) removed |  | runningActions-1"),
             ]
         ),
         (
@@ -478,6 +533,7 @@ extension StateMachineTable {
                 .inheritEndingRuns: .traps,
                 .previousRunEnded: .traps,
                 .startLimited: .traps, .admitted: .traps,
+                .runFailedRetrying: .traps,
             ]
         ),
     ]

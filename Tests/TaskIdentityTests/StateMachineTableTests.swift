@@ -81,7 +81,8 @@ struct StateMachineTableTests {
 
 /// The states of the table, each reachable through the registry.
 enum StateName: String, CaseIterable, Sendable {
-    case fresh, debouncing, debouncingWhileRunning, throttled, awaitingPrevious, queued, limitQueued, supersededInQueue
+    case fresh, debouncing, debouncingWhileRunning, throttled, awaitingPrevious, queued, limitQueued, retrying
+    case supersededInQueue
     case runningTask, synchronousDelayed, synchronousExecuting, finished, ending
     case removedInQueue, removedEnding, removed
 
@@ -112,6 +113,10 @@ enum StateName: String, CaseIterable, Sendable {
         case .limitQueued:
             return M.testState(
                 generation: 1, runGeneration: 0, pending: .startLimited, run: .none, phase: .waiting)
+        case .retrying:
+            return M.testState(
+                generation: 1, runGeneration: 1, pending: .retrying, run: .none, hasStarted: true,
+                debounceDeadline: 100, phase: .waiting)
         case .supersededInQueue:
             return M.testState(
                 generation: 2, runGeneration: 0, pending: .debouncing, run: .none, inStartQueue: true,
@@ -159,13 +164,13 @@ enum EventName: String, CaseIterable, Sendable {
     case declareEqual, declareNew, declareNewDebounced, declareNewKeepRunning, debounceDue, throttleDue
     case startAllowed, runEndedCurrent, runEndedCancelled, remove, removeAtShutdown, progressDue
     case synchronousRunDue, cancelByCaller, dropPending, runNow, inheritEndingRuns, previousRunEnded, runTimedOut
-    case startLimited, admitted
+    case startLimited, admitted, retryDue, runFailedRetrying
 
     /// The machine's method the event calls.
     var method: String {
         switch self {
         case .declareEqual, .declareNew, .declareNewDebounced, .declareNewKeepRunning: return "declare"
-        case .runEndedCurrent, .runEndedCancelled: return "runEnded"
+        case .runEndedCurrent, .runEndedCancelled, .runFailedRetrying: return "runEnded"
         case .removeAtShutdown: return "remove"
         default: return rawValue
         }
@@ -226,6 +231,12 @@ enum EventName: String, CaseIterable, Sendable {
         case .admitted:
             machine.admitted(counters: &counters)
             return ""
+        case .retryDue:
+            return describe(machine.retryDue(deadline: 100, gate: due))
+        case .runFailedRetrying:
+            return describe(
+                machine.runEnded(
+                    generation: 1, outcome: .failed, isShutDown: false, retryAt: 200, gate: due, counters: &counters))
         }
     }
 
@@ -288,7 +299,8 @@ enum StateMachineTable {
             ("started", Int64(counters.started)), ("restarted", Int64(counters.restarted)),
             ("coalesced", Int64(counters.coalesced)), ("cancelled", Int64(counters.cancelled)),
             ("finished", Int64(counters.finished)), ("failed", Int64(counters.failed)),
-            ("timedOut", Int64(counters.timedOut)), ("queued", Int64(counters.queued)),
+            ("timedOut", Int64(counters.timedOut)), ("retries", Int64(counters.retries)),
+            ("queued", Int64(counters.queued)),
             ("queueLength", Int64(counters.queueLength)),
             ("runningActions", Int64(counters.runningActions)), ("liveGenerations", Int64(counters.liveGenerations)),
         ]
@@ -325,7 +337,7 @@ extension TaskStateMachine {
         state.phase = phase
         let held: Held? =
             switch pending {
-            case .none, .startQueued, .startLimited: nil
+            case .none, .startQueued, .startLimited, .retrying: nil
             case .debouncing: .debouncing(deadline: debounceDeadline)
             case .throttled: .throttled
             case .awaitingPrevious: .awaitingPrevious
@@ -336,6 +348,7 @@ extension TaskStateMachine {
         case (false, nil, nil, .none): state.stage = .quiet
         case (false, nil, nil, .startQueued): state.stage = .waiting(.startQueued)
         case (false, nil, nil, .startLimited): state.stage = .waiting(.startLimited)
+        case (false, nil, nil, .retrying): state.stage = .waiting(.retrying(deadline: debounceDeadline))
         case (false, nil, let held?, _): state.stage = .waiting(.held(held))
         case (false, let active?, nil, .none): state.stage = .running(active)
         case (false, let active?, let held?, _): state.stage = .heldBesideRun(held, active)

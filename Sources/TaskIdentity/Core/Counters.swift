@@ -26,6 +26,10 @@ public struct RegistryCounters: Hashable, Sendable, CustomStringConvertible {
     /// Runs cancelled because their time limit (`timeout:`) passed; each is also counted in
     /// `cancelled`.
     public var timedOut: UInt64 = 0
+    /// Failed runs that waited to be tried again (`RetryPolicy`), whether or not a new identity
+    /// or a removal ended the wait: each attempt after the first is also counted in `started`
+    /// (not in `restarted`), and only a generation's last failure in `failed`.
+    public var retries: UInt64 = 0
     /// Generations that waited in a concurrency limit's queue (`ConcurrencyLimit`) because
     /// its runs were all taken when they would have started.
     public var queued: UInt64 = 0
@@ -93,6 +97,7 @@ public struct RegistryCounters: Hashable, Sendable, CustomStringConvertible {
         Field(name: "finished", kind: .counter, keyPath: \.finishedField),
         Field(name: "failed", kind: .counter, keyPath: \.failedField),
         Field(name: "timed_out", kind: .counter, keyPath: \.timedOutField),
+        Field(name: "retries", kind: .counter, keyPath: \.retriesField),
         Field(name: "queued", kind: .counter, keyPath: \.queuedField),
         Field(name: "queue_wait_ns", kind: .counter, keyPath: \.queueWaitNanosecondsField),
         Field(name: "stale_commits_dropped", kind: .counter, keyPath: \.staleCommitsDroppedField),
@@ -168,6 +173,10 @@ public struct RegistryCounters: Hashable, Sendable, CustomStringConvertible {
     var timedOutField: Int64Convertible {
         get { Int64Convertible(timedOut) }
         set { timedOut = newValue.uint64 }
+    }
+    var retriesField: Int64Convertible {
+        get { Int64Convertible(retries) }
+        set { retries = newValue.uint64 }
     }
     var queuedField: Int64Convertible {
         get { Int64Convertible(queued) }

@@ -34,6 +34,8 @@ extension RegistryCore {
     /// synchronous run cancelled before its action was called gives its place back.
     @inline(never)
     func releaseSideTables(_ effects: TaskStateMachine.Effects, on record: AnyTaskRecord) {
+        // A generation that ended, or was replaced, has no attempt left to make.
+        if (effects.endedRun != nil || effects.endedPending != nil) && !retries.isEmpty { dropRetryState(record) }
         if let ended = effects.endedRun {
             if let link = timeLimited.removeValue(forKey: ObjectIdentifier(record)) { link.limits.remove(link.node) }
             if effects.actionNeverCalled { givePlaceBack(record, generation: ended.generation) }

@@ -76,6 +76,8 @@ extension RegistryCore {
             armThrottle(record, until: until)
         case .queueStart:
             queueStart(record)
+        case .waitForRetry(let until):
+            armRetry(record, until: until)
         }
         if let change = effects.waiting { publish(record, change) }
         #if TASKIDENTITY_INTERNAL_CHECKS

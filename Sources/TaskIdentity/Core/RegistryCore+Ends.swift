@@ -44,8 +44,12 @@ extension RegistryCore {
             log.trace("task '\(record.name)' generation \(generation) failed: \(error)")
         }
         if !limitedRuns.isEmpty { givePlaceBack(record, generation: generation) }
+        var retryAt: UInt64 = 0
+        if case .failed = outcome, let policy = record.options.retry, record.state.isCurrentRun(generation) {
+            retryAt = retryDeadline(record, generation: generation, policy: policy)
+        }
         let effects = record.state.runEnded(
-            generation: generation, outcome: outcome, isShutDown: isShutDown, gate: gate(record),
+            generation: generation, outcome: outcome, isShutDown: isShutDown, retryAt: retryAt, gate: gate(record),
             counters: &counters)
         if let ended = effects.endedRun, ended.phase == .failed {
             if ended.generation == record.state.generation { failures[ObjectIdentifier(record)] = failure }

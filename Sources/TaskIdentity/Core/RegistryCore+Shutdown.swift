@@ -30,6 +30,11 @@ extension RegistryCore {
             state.timer = nil
         }
         throttles = [:]
+        for state in retries.values {
+            state.timer?.close()
+            state.timer = nil
+        }
+        retries = [:]
         failures = [:]
     }
 

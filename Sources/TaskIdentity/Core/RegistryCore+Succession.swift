@@ -52,6 +52,6 @@ extension RegistryCore {
     /// Timers the registry holds open (deadline queues and throttle timers), for tests.
     var openTimerCount: Int {
         debounceWindows.count + progressQueues.count + synchronousQueues.count + timeLimitLists.count
-            + throttles.values.filter { $0.timer != nil }.count
+            + throttles.values.filter { $0.timer != nil }.count + retries.values.filter { $0.timer != nil }.count
     }
 }

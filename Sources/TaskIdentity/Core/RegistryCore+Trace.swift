@@ -21,6 +21,8 @@ extension RegistryCore {
             trace(record, record.state.generation, .windowOpened(.debounce, until: deadline))
         case .waitForThrottle(let until):
             trace(record, record.state.generation, .windowOpened(.throttle, until: until))
+        case .waitForRetry(let until):
+            trace(record, record.state.generation, .windowOpened(.retry, until: until))
         case .none, .waitForPrevious, .queueStart:
             break
         }
@@ -52,6 +54,8 @@ extension RegistryCore {
         switch wasHeld {
         case .debouncing where record.state.pending != .debouncing:
             trace(record, record.state.generation, .windowClosed(.debounce))
+        case .retrying where record.state.pending != .retrying:
+            trace(record, record.state.generation, .windowClosed(.retry))
         case .throttled:
             var rearmed = false
             if case .waitForThrottle = effects.next { rearmed = true }

@@ -41,6 +41,11 @@ final class RegistryCore: @unchecked Sendable {
     /// reset: a registry that once used them pays one more look-up per end). Unchecked
     /// exclusivity: loop thread only, read on every run's end.
     @exclusivity(unchecked) var hasRunSideTables = false
+    /// Retry bookkeeping of tasks with a retry policy that have started, off the record.
+    /// Unchecked exclusivity: loop thread only.
+    @exclusivity(unchecked) var retries: [ObjectIdentifier: RetryState] = [:]
+    /// The random numbers of retries' jitter.
+    var retryRandom = SystemRandomNumberGenerator()
     /// The registry's concurrency limit for tasks declared without one
     /// (`RegistryConfiguration.concurrencyLimit`).
     let defaultLimit: ConcurrencyLimit?
@@ -154,7 +159,7 @@ final class RegistryCore: @unchecked Sendable {
             }
         }
         let limit = ConcurrencyLimit(bits: values.limitBits) ?? defaultLimit
-        if timeLimits != nil || limit != nil { hasRunSideTables = true }
+        if timeLimits != nil || limit != nil || values.retryNumber != 0 { hasRunSideTables = true }
         let options = TaskOptions(
             values: values, debounceWindows: windows, progressQueue: progressQueue,
             synchronousQueue: synchronousQueue, timeLimits: timeLimits,

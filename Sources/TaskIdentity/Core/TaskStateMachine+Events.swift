@@ -23,6 +23,8 @@ extension TaskStateMachine {
         case waitForPrevious
         /// Append the record to the start queue (it was not in it; it is now).
         case queueStart
+        /// Arm the task's retry timer for `until`, and give the record its action back.
+        case waitForRetry(until: UInt64)
     }
 
     /// What the core carries out after an event, in this order: stop the throttle timer,
@@ -85,6 +87,13 @@ extension TaskStateMachine {
             run = nil
         case .running(let current):
             run = current
+        case .waiting(.retrying):
+            // The generation waiting to be tried again has run: it ends cancelled, as its run
+            // would have been, not coalesced.
+            counters.cancelled &+= 1
+            counters.liveGenerations &-= 1
+            effects.endedPending = PhaseChange(generation: generation &- 1, phase: .cancelled(.identityChanged))
+            run = nil
         case .waiting(let waiting):
             supersedePending(
                 wasThrottled: waiting.isThrottled, wasLimited: waiting.isStartLimited, into: &effects,
@@ -125,6 +134,16 @@ extension TaskStateMachine {
         return effects
     }
 
+    /// The retry timer fired. Stale unless the generation still waits to be tried again at
+    /// that deadline; it then goes through the start gate, as any pending generation.
+    mutating func retryDue(deadline: UInt64, gate: StartGate) -> Effects {
+        var effects = Effects()
+        if case .waiting(.retrying(let waitingFor)) = stage, waitingFor == deadline {
+            advancePending(beside: nil, gate, into: &effects)
+        }
+        return effects
+    }
+
     /// The throttle timer fired. Stale unless a generation is held by throttle.
     @inline(__always)
     mutating func throttleDue(gate: StartGate) -> Effects {
@@ -148,7 +167,8 @@ extension TaskStateMachine {
         inStartQueue = false
         guard case .waiting(.startQueued) = stage else { return nil }
         counters.started &+= 1
-        if hasStarted { counters.restarted &+= 1 }
+        // A retry starts the generation that ran last again: not a restart.
+        if hasStarted && runGeneration != generation { counters.restarted &+= 1 }
         hasStarted = true
         runGeneration = generation
         counters.runningActions &+= 1
@@ -204,9 +224,13 @@ extension TaskStateMachine {
     /// A run's action ended: its Swift task returned, or its synchronous action was called.
     /// The current run ends with `outcome`; a cancelled one only stops being counted. A
     /// generation waiting for it may then start.
+    /// `retryAt` (loop nanoseconds; 0 for none) is when a failure of the current run is tried
+    /// again, if the task's retry policy has an attempt left: a failed current run with nothing
+    /// pending beside it then waits (`retrying`), its generation still live.
     @inline(__always)
     mutating func runEnded(
-        generation: UInt64, outcome: Outcome, isShutDown: Bool, gate: StartGate, counters: inout RegistryCounters
+        generation: UInt64, outcome: Outcome, isShutDown: Bool, retryAt: UInt64 = 0, gate: StartGate,
+        counters: inout RegistryCounters
     ) -> Effects {
         var effects = Effects()
         counters.runningActions &-= 1
@@ -216,7 +240,17 @@ extension TaskStateMachine {
         case .running(let current): run = current
         case .heldBesideRun(let waiting, let current): (run, held) = (current, waiting)
         case .waiting(.held(let waiting)): held = waiting
-        case .quiet, .waiting(.startQueued), .waiting(.startLimited), .removed: break
+        case .quiet, .waiting(.startQueued), .waiting(.startLimited), .waiting(.retrying), .removed: break
+        }
+        if let current = run, runGeneration == generation, retryAt != 0, case .failed = outcome, held == nil {
+            check(current.kind != .synchronousDelayed, "runEnded")
+            stage = .waiting(.retrying(deadline: retryAt))
+            effects.dropTask = true
+            counters.retries &+= 1
+            phase = .waiting
+            effects.waiting = PhaseChange(generation: generation, phase: .waiting)
+            effects.next = .waitForRetry(until: retryAt)
+            return effects
         }
         if let current = run, runGeneration == generation {
             check(current.kind != .synchronousDelayed, "runEnded")

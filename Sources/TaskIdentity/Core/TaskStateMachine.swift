@@ -69,6 +69,9 @@ struct TaskStateMachine: Sendable, CustomStringConvertible {
         case startQueued
         /// Waits in its concurrency limit's queue (`ConcurrencyLimit`) for a run to end.
         case startLimited
+        /// Its run failed, and it waits until `deadline` (loop nanoseconds) to be tried again
+        /// (`RetryPolicy`). Never beside a run: only the latest generation's run is retried.
+        case retrying(deadline: UInt64)
 
         /// A pattern, not `==`: the synthesized `==` of an enum with payloads is a call.
         var isThrottled: Bool {
@@ -114,6 +117,7 @@ struct TaskStateMachine: Sendable, CustomStringConvertible {
         case awaitingPrevious
         case startQueued
         case startLimited
+        case retrying
     }
 
     /// How a run's action ended (a failure's error stays with the core).
@@ -194,6 +198,7 @@ struct TaskStateMachine: Sendable, CustomStringConvertible {
         case .quiet, .running, .removed: return .none
         case .waiting(.startQueued): return .startQueued
         case .waiting(.startLimited): return .startLimited
+        case .waiting(.retrying): return .retrying
         case .waiting(.held(let held)), .heldBesideRun(let held, _):
             switch held {
             case .debouncing: return .debouncing

@@ -66,6 +66,7 @@ extension TaskRegistry {
     ///   - progressDelay: as for `task(_:name:id:…)`.
     ///   - timeout: as for `task(_:name:id:…)`.
     ///   - limit: as for `task(_:name:id:…)`.
+    ///   - retry: as for `task(_:name:id:…)`.
     ///   - executor: as for `task(_:name:id:…)`.
     ///   - action: the work, given the identity's value and the run's context.
     /// - Throws: `RegistryError.calledOffLoopThread` off the loop thread; `.shutDown` after
@@ -82,12 +83,13 @@ extension TaskRegistry {
         progressDelay: Duration? = TaskOptionDefaults.progressDelay,
         timeout: Duration? = TaskOptionDefaults.timeout,
         limit: ConcurrencyLimit? = TaskOptionDefaults.limit,
+        retry: RetryPolicy? = TaskOptionDefaults.retry,
         executor: ActionExecutor = TaskOptionDefaults.executor,
         action: @escaping ObservedTaskAction<ID>
     ) throws(RegistryError) {
         let values = try TaskOptions.Values(
             priority: priority, policy: policy, debounce: debounce, throttle: throttle, progressDelay: progressDelay,
-            timeout: timeout, limit: limit, executor: executor)
+            timeout: timeout, limit: limit, retry: retry, executor: executor)
         try observe(key, name: name, values: values, identity: identity) { id, run in
             .task({ context in
                 try await ObservedRun.$current.withValue(run) { try await action(id, context) }

@@ -24,6 +24,7 @@ public struct RegistryError: Error, Hashable, Sendable, CustomStringConvertible 
             case invalidTraceCapacity
             case invalidPostedCallLimit
             case invalidConcurrencyLimit
+            case invalidRetryPolicy
         }
         private let base: Base
 
@@ -54,6 +55,8 @@ public struct RegistryError: Error, Hashable, Sendable, CustomStringConvertible 
         /// A `ConcurrencyLimit` was made with a maximum below 1 or above
         /// `ConcurrencyLimit.maxRunningLimit`.
         public static let invalidConcurrencyLimit = Code(base: .invalidConcurrencyLimit)
+        /// A `RetryPolicy` was made with a setting out of its range (`detail` says which).
+        public static let invalidRetryPolicy = Code(base: .invalidRetryPolicy)
 
         /// The code's name, such as `shutDown`.
         public var description: String {
@@ -68,6 +71,7 @@ public struct RegistryError: Error, Hashable, Sendable, CustomStringConvertible 
             case .invalidTraceCapacity: return "invalidTraceCapacity"
             case .invalidPostedCallLimit: return "invalidPostedCallLimit"
             case .invalidConcurrencyLimit: return "invalidConcurrencyLimit"
+            case .invalidRetryPolicy: return "invalidRetryPolicy"
             }
         }
     }
@@ -168,6 +172,13 @@ public struct RegistryError: Error, Hashable, Sendable, CustomStringConvertible 
             .invalidConcurrencyLimit,
             detail:
                 "a concurrency limit's maxRunning must be 1 through \(ConcurrencyLimit.maxRunningLimit) (got \(value))")
+    }
+
+    /// A `RetryPolicy` setting was out of its range: `rule` says which and what it takes.
+    ///
+    /// May be called from any thread.
+    public static func invalidRetryPolicy(_ rule: String) -> RegistryError {
+        RegistryError(.invalidRetryPolicy, detail: "retry policy: \(rule)")
     }
 
     /// A one-line explanation (with the loop's error, when there is one).

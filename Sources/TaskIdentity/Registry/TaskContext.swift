@@ -26,6 +26,15 @@ public struct TaskContext: Sendable {
         type(of: identity) == NoIdentity.self ? nil : identity
     }
 
+    /// Which attempt this run is: 1 for the first, 2 for the first retry, and so on (more than
+    /// 1 only under a `RetryPolicy`).
+    ///
+    /// - Note: Loop thread only (the action's own thread while it runs on the loop).
+    public var attempt: Int {
+        run.preconditionInLoop()
+        return run.core.attempt(of: run, generation: generation)
+    }
+
     /// The registry loop's clock, for sleeps and deadlines that tests can drive in virtual time.
     ///
     /// May be read from any thread.

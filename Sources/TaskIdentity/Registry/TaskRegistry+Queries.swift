@@ -70,8 +70,9 @@ extension TaskRegistry {
         }
     }
 
-    /// Timers the registry holds open (one per distinct debounce, progress and synchronous-run
-    /// delay, one per throttled task). 0 after shutdown.
+    /// Timers the registry holds open (one per distinct debounce, progress, synchronous-run
+    /// delay and time limit, one per throttled task, one per task retrying or that has retried).
+    /// 0 after shutdown.
     ///
     /// - Throws: `RegistryError.calledOffLoopThread` off the loop thread.
     /// - Note: Loop thread only; never traps.

@@ -190,6 +190,9 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
     ///     `ConcurrencyLimit`: a run past it waits in the limit's queue (phase `waiting`), and a
     ///     new identity replaces a queued one, which never starts, and joins at the back. nil (the
     ///     default): the registry's `configuration.concurrencyLimit`, if any.
+    ///   - retry: how a run that fails is tried again (see `RetryPolicy`): each attempt is a
+    ///     run of the same generation, the waits between them loop timers. nil (the default):
+    ///     a failed run ends `failed`.
     ///   - executor: where the action runs: the registry's loop (the default), `.global` for
     ///     actions that compute, or any `TaskExecutor` (see `ActionExecutor`). The bookkeeping
     ///     stays on the loop either way; off the loop, commit with `commitOnLoop`.
@@ -218,12 +221,13 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
         progressDelay: Duration? = TaskOptionDefaults.progressDelay,
         timeout: Duration? = TaskOptionDefaults.timeout,
         limit: ConcurrencyLimit? = TaskOptionDefaults.limit,
+        retry: RetryPolicy? = TaskOptionDefaults.retry,
         executor: ActionExecutor = TaskOptionDefaults.executor,
         action: @escaping TaskAction
     ) throws(RegistryError) {
         let values = try TaskOptions.Values(
             priority: priority, policy: policy, debounce: debounce, throttle: throttle, progressDelay: progressDelay,
-            timeout: timeout, limit: limit, executor: executor)
+            timeout: timeout, limit: limit, retry: retry, executor: executor)
         try declare(key, name: name, identity: makeIdentity(repeat each id), values: values, body: .task(action))
     }
 

@@ -14,6 +14,9 @@ public struct TaskSnapshot: Sendable, CustomStringConvertible {
     /// What the latest generation waits for before it can start, while it has not started;
     /// `nil` once it has (and for a task never declared).
     public let waitReason: WaitReason?
+    /// The attempt of the latest generation under way or waiting to be tried again (1 for the
+    /// first; more only under a `RetryPolicy`).
+    public let attempt: Int
 
     /// What a generation that has not started waits for.
     ///
@@ -28,6 +31,8 @@ public struct TaskSnapshot: Sendable, CustomStringConvertible {
         /// Its concurrency limit's queue: every place of the limit is taken, or others were
         /// queued first (see `ConcurrencyLimit`).
         case concurrencyLimit
+        /// The wait before its failed run is tried again (see `RetryPolicy`).
+        case retry
         /// Nothing: it starts at the end of this loop turn (the start pass).
         case startPass
 
@@ -38,6 +43,7 @@ public struct TaskSnapshot: Sendable, CustomStringConvertible {
             case .throttle: return "throttle"
             case .previousRun: return "previousRun"
             case .concurrencyLimit: return "concurrencyLimit"
+            case .retry: return "retry"
             case .startPass: return "startPass"
             }
         }
@@ -49,12 +55,14 @@ public struct TaskSnapshot: Sendable, CustomStringConvertible {
         generation = record.generation
         showsProgress = record.showsProgress
         result = record.result?.value
+        attempt = record.core.attempt(of: record, generation: record.state.generation)
         switch record.state.pending {
         case .none: waitReason = nil
         case .debouncing: waitReason = .debounce
         case .throttled: waitReason = .throttle
         case .awaitingPrevious: waitReason = .previousRun
         case .startLimited: waitReason = .concurrencyLimit
+        case .retrying: waitReason = .retry
         case .startQueued: waitReason = .startPass
         }
     }

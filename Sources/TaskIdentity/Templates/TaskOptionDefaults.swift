@@ -21,6 +21,8 @@ public enum TaskOptionDefaults {
     /// No concurrency limit of the task's own: the registry's
     /// (`RegistryConfiguration.concurrencyLimit`) if it has one, or none.
     @inlinable public static var limit: ConcurrencyLimit? { nil }
+    /// No retry: a run that fails ends `failed`.
+    @inlinable public static var retry: RetryPolicy? { nil }
     /// Actions run on the registry's loop.
     @inlinable public static var executor: ActionExecutor { .loop }
     /// A synchronous action is called when its run starts, with no delay.

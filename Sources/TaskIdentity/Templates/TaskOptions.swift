@@ -23,6 +23,9 @@ final class TaskOptions: @unchecked Sendable {
         @usableFromInline var policy: RestartPolicy
         /// A run's time limit, from its start; nil for none.
         @usableFromInline var timeout: Duration?
+        /// The retry policy's number (`RetryPolicy.number(of:)`), 0 for none: four bytes, in
+        /// the padding after `timeout`'s tag (see the order above).
+        @usableFromInline var retryNumber: UInt32
         /// The concurrency limit whose queue a run waits in when its runs are all taken
         /// (`ConcurrencyLimit.bits`); 0 for the registry's (`RegistryConfiguration.concurrencyLimit`),
         /// if it has one. Eight bytes, not an optional limit's seventeen (see the order above).
@@ -40,6 +43,7 @@ final class TaskOptions: @unchecked Sendable {
             priority: TaskPriority, policy: RestartPolicy, debounce: Duration, throttle: Duration,
             progressDelay: Duration?, timeout: Duration? = TaskOptionDefaults.timeout,
             limit: ConcurrencyLimit? = TaskOptionDefaults.limit,
+            retry: RetryPolicy? = TaskOptionDefaults.retry,
             synchronousDelay: Duration = TaskOptionDefaults.synchronousDelay,
             executor: ActionExecutor = TaskOptionDefaults.executor
         ) throws(RegistryError) {
@@ -58,12 +62,16 @@ final class TaskOptions: @unchecked Sendable {
             self.progressDelay = progressDelay
             self.timeout = timeout
             self.limitBits = limit?.bits ?? 0
+            // Tested here, inline: a declaration without a policy makes no call.
+            self.retryNumber = retry == nil ? 0 : RetryPolicy.number(of: retry)
             self.synchronousDelay = synchronousDelay
             self.executor = executor
         }
     }
 
     @usableFromInline let values: Values
+    /// `values`' retry policy, if any.
+    let retry: RetryPolicy?
     /// `values`' concurrency limit, if it names one.
     var limit: ConcurrencyLimit? { ConcurrencyLimit(bits: values.limitBits) }
     /// `values` in nanoseconds.
@@ -102,5 +110,6 @@ final class TaskOptions: @unchecked Sendable {
         self.synchronousQueue = synchronousQueue
         self.timeLimits = timeLimits
         self.limitQueue = limitQueue
+        self.retry = RetryPolicy.policy(numbered: values.retryNumber)
     }
 }

@@ -32,6 +32,7 @@ public final class TaskTemplate<Key: Hashable & Sendable>: Sendable {
     ///   - progressDelay: turn the run's progress signal on only after this long.
     ///   - timeout: each run's time limit, from its start (nil: none).
     ///   - limit: the concurrency limit its runs count against (nil: the registry's, if any).
+    ///   - retry: how a run that fails is tried again (nil: it is not; see `RetryPolicy`).
     ///   - executor: where the action runs (see `ActionExecutor`).
     ///   - action: the work, given the slot's key and the run's context.
     /// - Throws: `RegistryError.invalidDuration` for a negative duration or a `timeout` under a nanosecond.
@@ -45,13 +46,14 @@ public final class TaskTemplate<Key: Hashable & Sendable>: Sendable {
         progressDelay: Duration? = TaskOptionDefaults.progressDelay,
         timeout: Duration? = TaskOptionDefaults.timeout,
         limit: ConcurrencyLimit? = TaskOptionDefaults.limit,
+        retry: RetryPolicy? = TaskOptionDefaults.retry,
         executor: ActionExecutor = TaskOptionDefaults.executor,
         action: nonisolated(nonsending) @escaping @Sendable (Key, TaskContext) async throws -> Void
     ) throws(RegistryError) {
         self.name = name
         self.values = try TaskOptions.Values(
             priority: priority, policy: policy, debounce: debounce, throttle: throttle, progressDelay: progressDelay,
-            timeout: timeout, limit: limit, executor: executor)
+            timeout: timeout, limit: limit, retry: retry, executor: executor)
         // The run's task calls the action with its own record's key.
         self.body = .keyedTask(KeyedAction<Key>(action))
     }
@@ -93,6 +95,8 @@ public final class TaskTemplate<Key: Hashable & Sendable>: Sendable {
     ///     of at least `after:` never fires. nil (the default): no limit.
     ///   - limit: as for `TaskRegistry.task(…)`; a run holds its place from its start until
     ///     its action returns, or until it is cancelled before its action is called.
+    ///   - retry: as for `TaskRegistry.task(…)`: an action that throws is called again after
+    ///     the policy's wait (and its `after:` delay again).
     ///   - delay: (`after:`) how long the run stays `running` before `action` is called
     ///     (zero: at once).
     ///   - action: called on the loop thread with the slot's key and the run's context. It must
@@ -108,12 +112,13 @@ public final class TaskTemplate<Key: Hashable & Sendable>: Sendable {
         progressDelay: Duration? = TaskOptionDefaults.progressDelay,
         timeout: Duration? = TaskOptionDefaults.timeout,
         limit: ConcurrencyLimit? = TaskOptionDefaults.limit,
+        retry: RetryPolicy? = TaskOptionDefaults.retry,
         after delay: Duration = TaskOptionDefaults.synchronousDelay,
         action: @escaping @Sendable (Key, TaskContext) throws -> Void
     ) throws(RegistryError) -> TaskTemplate<Key> {
         let values = try TaskOptions.Values(
             priority: TaskOptionDefaults.priority, policy: policy, debounce: debounce, throttle: throttle,
-            progressDelay: progressDelay, timeout: timeout, limit: limit, synchronousDelay: delay)
+            progressDelay: progressDelay, timeout: timeout, limit: limit, retry: retry, synchronousDelay: delay)
         return TaskTemplate(
             name: name, values: values,
             body: .synchronous({ context in

@@ -6,6 +6,8 @@ struct TraceEvent: Sendable {
     /// A window a generation waits out before it may start.
     enum Window: String, Sendable {
         case debounce, throttle
+        /// The wait before a failed run is tried again (`RetryPolicy`).
+        case retry
     }
 
     /// What happened.

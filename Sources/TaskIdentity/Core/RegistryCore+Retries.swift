@@ -1,0 +1,96 @@
+import TaskLoopCore
+
+/// The retry bookkeeping of one task whose options have a `RetryPolicy`: the generation it
+/// counts attempts of, the attempt under way or next, the action to call again, and the timer
+/// of the wait. Off the record, as most tasks never retry. Loop thread only.
+final class RetryState {
+    var generation: UInt64 = 0
+    /// The attempt of the run under way (1 for the first), or of the one it waits to start.
+    var attempt = 1
+    /// The action of `generation`, kept from its first start to be called again.
+    var body: RunBody?
+    var timer: (any LoopTimer)?
+}
+
+// Retries: counting attempts, the wait after a failure, and the attempt's start.
+extension RegistryCore {
+    /// The run `generation` of `record`, whose options have a retry policy, starts: a new
+    /// generation's first attempt, or the attempt its failure counted; its action is kept for
+    /// the next one. Apart from the hot path: most tasks have no policy.
+    @inline(never)
+    func noteAttempt(_ record: AnyTaskRecord, generation: UInt64, body: RunBody) {
+        let state = retries[ObjectIdentifier(record)] ?? RetryState()
+        retries[ObjectIdentifier(record)] = state
+        if state.generation != generation {
+            state.generation = generation
+            state.attempt = 1
+        }
+        state.body = body
+    }
+
+    /// The attempt number of the run `generation` of `record` about to start (1 when it has
+    /// no retry state for that generation).
+    func attempt(of record: AnyTaskRecord, generation: UInt64) -> Int {
+        guard let state = retries[ObjectIdentifier(record)], state.generation == generation else { return 1 }
+        return state.attempt
+    }
+
+    /// When the current run `generation` of `record`, which just failed, is tried again (loop
+    /// nanoseconds), or 0 when its policy has no attempt left (or no state: it never started
+    /// under a policy). Counts the next attempt.
+    @inline(never)
+    func retryDeadline(_ record: AnyTaskRecord, generation: UInt64, policy: RetryPolicy) -> UInt64 {
+        guard let state = retries[ObjectIdentifier(record)], state.generation == generation,
+            state.attempt < policy.maxAttempts
+        else { return 0 }
+        state.attempt += 1
+        var wait = UInt64(policy.delay(beforeAttempt: state.attempt).clampedNanoseconds)
+        if policy.jitter > 0 && wait > 0 {
+            // Up to `jitter` of the wait taken off, uniformly.
+            let cut = Double(wait) * policy.jitter * Double.random(in: 0..<1, using: &retryRandom)
+            wait -= min(UInt64(cut), wait)
+        }
+        // Never 0: 0 means "no retry" to the state machine.
+        return max(LoopInstant.nanoseconds(unretainedLoop.now.nanoseconds, plus: wait), 1)
+    }
+
+    /// `record` waits to be tried again at `deadline`: it gets its action back, and its retry
+    /// timer is armed.
+    func armRetry(_ record: AnyTaskRecord, until deadline: UInt64) {
+        guard let state = retries[ObjectIdentifier(record)] else { return }
+        record.pendingAction = state.body
+        if state.timer == nil {
+            state.timer = try? loop.makeTimer { [weak self, weak record] in
+                guard let self, let record else { return }
+                let wasHeld = record.state.pending
+                let due = record.state.pending == .retrying ? self.retryDeadlineWaitedFor(record) : 0
+                let effects = record.state.retryDue(
+                    deadline: due, gate: self.gate(record, now: self.loop.now.nanoseconds))
+                self.traceWindowClosed(record, wasHeld: wasHeld, effects)
+                self.carryOut(effects, on: record)
+            }
+        }
+        do {
+            guard let timer = state.timer else { throw LoopError(.shutDown, operation: "makeTimer") }
+            try timer.start(at: LoopInstant(nanoseconds: deadline))
+        } catch {
+            // Only a loop that is shutting down refuses; the registry's shutdown ends the task.
+            log.debug("task '\(record.name)': retry timer refused (\(error)); the task waits for shutdown")
+        }
+    }
+
+    /// The deadline the retrying generation of `record` waits for.
+    func retryDeadlineWaitedFor(_ record: AnyTaskRecord) -> UInt64 {
+        if case .waiting(.retrying(let deadline)) = record.state.stage { return deadline }
+        return 0
+    }
+
+    /// The retry state of `record` goes (its generation ended, or a new one began), with its
+    /// timer.
+    func dropRetryState(_ record: AnyTaskRecord) {
+        guard let state = retries.removeValue(forKey: ObjectIdentifier(record)) else { return }
+        state.timer?.close()
+        state.timer = nil
+        state.body = nil
+    }
+}
