@@ -19,12 +19,16 @@ extension RegistryCore {
     }
 
     /// Applies one declaration to `record` (new when `isNew`): SwiftUI's rule, then the policy.
+    /// `again`: run the same identity again (a refresh), as a new generation.
     @usableFromInline
     func declare(
         _ record: AnyTaskRecord, isNew: Bool, identity: consuming any Hashable & Sendable, options: TaskOptions,
-        body: RunBody
+        body: RunBody, again: Bool = false
     ) {
-        guard isNew || !identitiesEqual(record.identity, identity) else {
+        guard
+            isNew || again || !identitiesEqual(record.identity, identity)
+                || (hasRunSideTables && options.staleAfterNanoseconds.map { isStale(record, staleAfter: $0) } == true)
+        else {
             _ = record.state.declare(changed: false, debounce: 0, gate: .unused, counters: &counters)
             return
         }

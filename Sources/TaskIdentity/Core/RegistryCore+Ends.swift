@@ -7,6 +7,7 @@ extension RegistryCore {
     /// `TaskRegistry.cancel`: ends the pending generation and the current run of `record`,
     /// which stays in its slot and forgets its identity.
     func cancelByCaller(_ record: AnyTaskRecord) {
+        if !refreshes.isEmpty { dropRefreshState(record) }
         guard record.state.pending != .none || record.state.run != .none else { return }
         record.identity = ForgottenIdentity()
         carryOut(record.state.cancelByCaller(counters: &counters), on: record)
@@ -45,7 +46,9 @@ extension RegistryCore {
         }
         if !limitedRuns.isEmpty { givePlaceBack(record, generation: generation) }
         var retryAt: UInt64 = 0
-        if case .failed = outcome, let policy = record.options.retry, record.state.isCurrentRun(generation) {
+        if case .failed = outcome, hasRunSideTables, let policy = record.options.retry,
+            record.state.isCurrentRun(generation)
+        {
             retryAt = retryDeadline(record, generation: generation, policy: policy)
         }
         let effects = record.state.runEnded(
@@ -70,6 +73,7 @@ extension RegistryCore {
         if record.state.phase == .failed { failures[ObjectIdentifier(record)] = nil }
         trace(record, record.state.generation, .removed)
         carryOut(record.state.remove(reason: reason, counters: &counters), on: record)
+        if !refreshes.isEmpty { dropRefreshState(record) }
         if let state = throttles.removeValue(forKey: ObjectIdentifier(record)) {
             state.timer?.close()
             state.timer = nil

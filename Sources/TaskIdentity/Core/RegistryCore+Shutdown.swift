@@ -35,6 +35,11 @@ extension RegistryCore {
             state.timer = nil
         }
         retries = [:]
+        for state in refreshes.values {
+            state.timer?.close()
+            state.timer = nil
+        }
+        refreshes = [:]
         failures = [:]
     }
 

@@ -80,7 +80,7 @@ extension RegistryCore {
         guard let generation = record.state.startAllowed(kind: kind, counters: &counters) else { return }
         if let queue = record.options.limitQueue { takePlace(record, generation: generation, in: queue) }
         let body = record.pendingAction.take()!
-        if record.options.retry != nil { noteAttempt(record, generation: generation, body: body) }
+        if hasRunSideTables { noteBodyToRunAgain(record, generation: generation, body: body) }
         if trace != nil { traceStart(record, generation, body) }
         if record.options.throttleNanoseconds > 0 { throttleState(record).lastStart = loop.now.nanoseconds }
         publish(record, TaskStateMachine.PhaseChange(generation: generation, phase: .running))

@@ -53,5 +53,6 @@ extension RegistryCore {
     var openTimerCount: Int {
         debounceWindows.count + progressQueues.count + synchronousQueues.count + timeLimitLists.count
             + throttles.values.filter { $0.timer != nil }.count + retries.values.filter { $0.timer != nil }.count
+            + refreshes.values.filter { $0.timer != nil }.count
     }
 }

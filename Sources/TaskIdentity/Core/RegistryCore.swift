@@ -44,6 +44,9 @@ final class RegistryCore: @unchecked Sendable {
     /// Retry bookkeeping of tasks with a retry policy that have started, off the record.
     /// Unchecked exclusivity: loop thread only.
     @exclusivity(unchecked) var retries: [ObjectIdentifier: RetryState] = [:]
+    /// What the last run of each task with `staleAfter` or `refreshEvery` left, off the record.
+    /// Unchecked exclusivity: loop thread only.
+    @exclusivity(unchecked) var refreshes: [ObjectIdentifier: RefreshState] = [:]
     /// The random numbers of retries' jitter.
     var retryRandom = SystemRandomNumberGenerator()
     /// The registry's concurrency limit for tasks declared without one
@@ -159,7 +162,7 @@ final class RegistryCore: @unchecked Sendable {
             }
         }
         let limit = ConcurrencyLimit(bits: values.limitBits) ?? defaultLimit
-        if timeLimits != nil || limit != nil || values.retryNumber != 0 { hasRunSideTables = true }
+        if timeLimits != nil || limit != nil || values.rareNumber != 0 { hasRunSideTables = true }
         let options = TaskOptions(
             values: values, debounceWindows: windows, progressQueue: progressQueue,
             synchronousQueue: synchronousQueue, timeLimits: timeLimits,

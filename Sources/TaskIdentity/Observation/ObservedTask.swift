@@ -67,6 +67,8 @@ extension TaskRegistry {
     ///   - timeout: as for `task(_:name:id:…)`.
     ///   - limit: as for `task(_:name:id:…)`.
     ///   - retry: as for `task(_:name:id:…)`.
+    ///   - staleAfter: as for `task(_:name:id:…)`.
+    ///   - refreshEvery: as for `task(_:name:id:…)`.
     ///   - executor: as for `task(_:name:id:…)`.
     ///   - action: the work, given the identity's value and the run's context.
     /// - Throws: `RegistryError.calledOffLoopThread` off the loop thread; `.shutDown` after
@@ -84,12 +86,15 @@ extension TaskRegistry {
         timeout: Duration? = TaskOptionDefaults.timeout,
         limit: ConcurrencyLimit? = TaskOptionDefaults.limit,
         retry: RetryPolicy? = TaskOptionDefaults.retry,
+        staleAfter: Duration? = TaskOptionDefaults.staleAfter,
+        refreshEvery: Duration? = TaskOptionDefaults.refreshEvery,
         executor: ActionExecutor = TaskOptionDefaults.executor,
         action: @escaping ObservedTaskAction<ID>
     ) throws(RegistryError) {
         let values = try TaskOptions.Values(
             priority: priority, policy: policy, debounce: debounce, throttle: throttle, progressDelay: progressDelay,
-            timeout: timeout, limit: limit, retry: retry, executor: executor)
+            timeout: timeout, limit: limit, retry: retry, staleAfter: staleAfter, refreshEvery: refreshEvery,
+            executor: executor)
         try observe(key, name: name, values: values, identity: identity) { id, run in
             .task({ context in
                 try await ObservedRun.$current.withValue(run) { try await action(id, context) }
@@ -207,6 +212,7 @@ extension TaskRegistry {
         values.policy = .cancelPrevious
         values.progressDelay = nil
         values.timeout = nil
+        values.rareNumber = 0
         values.synchronousDelay = .zero
         apply(
             tracker.key, name: tracker.name, identity: value, values: values,

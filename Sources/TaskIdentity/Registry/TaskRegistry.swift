@@ -193,6 +193,12 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
     ///   - retry: how a run that fails is tried again (see `RetryPolicy`): each attempt is a
     ///     run of the same generation, the waits between them loop timers. nil (the default):
     ///     a failed run ends `failed`.
+    ///   - staleAfter: how long the outcome of the task's last run stays fresh: declaring the
+    ///     same identity again once the run has ended, and this long has passed since, runs it
+    ///     again (a new generation). nil (the default): the same identity never reruns.
+    ///   - refreshEvery: run the current identity again this long after each run ends (it
+    ///     finished, failed, or timed out), as a new generation, like a poller per key, until a
+    ///     new identity replaces it or the task is removed or cancelled. nil (the default): never.
     ///   - executor: where the action runs: the registry's loop (the default), `.global` for
     ///     actions that compute, or any `TaskExecutor` (see `ActionExecutor`). The bookkeeping
     ///     stays on the loop either way; off the loop, commit with `commitOnLoop`.
@@ -222,12 +228,15 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
         timeout: Duration? = TaskOptionDefaults.timeout,
         limit: ConcurrencyLimit? = TaskOptionDefaults.limit,
         retry: RetryPolicy? = TaskOptionDefaults.retry,
+        staleAfter: Duration? = TaskOptionDefaults.staleAfter,
+        refreshEvery: Duration? = TaskOptionDefaults.refreshEvery,
         executor: ActionExecutor = TaskOptionDefaults.executor,
         action: @escaping TaskAction
     ) throws(RegistryError) {
         let values = try TaskOptions.Values(
             priority: priority, policy: policy, debounce: debounce, throttle: throttle, progressDelay: progressDelay,
-            timeout: timeout, limit: limit, retry: retry, executor: executor)
+            timeout: timeout, limit: limit, retry: retry, staleAfter: staleAfter, refreshEvery: refreshEvery,
+            executor: executor)
         try declare(key, name: name, identity: makeIdentity(repeat each id), values: values, body: .task(action))
     }
 

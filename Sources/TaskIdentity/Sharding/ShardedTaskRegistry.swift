@@ -130,7 +130,7 @@ public final class ShardedTaskRegistry<Key: Hashable & Sendable>: Sendable {
         return try await shard.loop.submit { try body(shard) }
     }
 
-    /// Declares a task on the key's shard; see `TaskRegistry.task(_:name:id:priority:debounce:throttle:policy:progressDelay:timeout:limit:retry:executor:action:)`.
+    /// Declares a task on the key's shard; see `TaskRegistry.task(_:name:id:priority:debounce:throttle:policy:progressDelay:timeout:limit:retry:staleAfter:refreshEvery:executor:action:)`.
     ///
     /// - Throws: `RegistryError`.
     public func task<each ID: Hashable & Sendable>(
@@ -145,12 +145,15 @@ public final class ShardedTaskRegistry<Key: Hashable & Sendable>: Sendable {
         timeout: Duration? = TaskOptionDefaults.timeout,
         limit: ConcurrencyLimit? = TaskOptionDefaults.limit,
         retry: RetryPolicy? = TaskOptionDefaults.retry,
+        staleAfter: Duration? = TaskOptionDefaults.staleAfter,
+        refreshEvery: Duration? = TaskOptionDefaults.refreshEvery,
         executor: ActionExecutor = TaskOptionDefaults.executor,
         action: @escaping TaskAction
     ) throws(RegistryError) {
         try shard(for: key).task(
             key, name: name, id: repeat each id, priority: priority, debounce: debounce, throttle: throttle,
             policy: policy, progressDelay: progressDelay, timeout: timeout, limit: limit, retry: retry,
+            staleAfter: staleAfter, refreshEvery: refreshEvery,
             executor: executor,
             action: action)
     }

@@ -1,5 +1,3 @@
-import Synchronization
-
 /// How a run that fails is tried again: up to `maxAttempts` attempts in all, the first waiting
 /// `initialDelay` after the failure, each later one `multiplier` times longer, never longer than
 /// `maxDelay`, each shortened by up to `jitter` of itself at random (so that many keys that
@@ -89,30 +87,4 @@ public struct RetryPolicy: Hashable, Sendable, CustomStringConvertible {
     public var description: String {
         "\(maxAttempts) attempts, \(initialDelay) × \(multiplier) up to \(maxDelay), jitter \(jitter)"
     }
-
-    // MARK: - Interning
-
-    /// The policy's number in the process's table of policies in use (0 for none): what a
-    /// declaration's options hold, four bytes where the policy takes fifty.
-    @usableFromInline
-    static func number(of policy: RetryPolicy?) -> UInt32 {
-        guard let policy else { return 0 }
-        return internedPolicies.withLock { table in
-            if let number = table.numbers[policy] { return number }
-            table.policies.append(policy)
-            let number = UInt32(truncatingIfNeeded: table.policies.count)
-            table.numbers[policy] = number
-            return number
-        }
-    }
-
-    /// The policy numbered `number`, or nil for 0.
-    static func policy(numbered number: UInt32) -> RetryPolicy? {
-        guard number != 0 else { return nil }
-        return internedPolicies.withLock { $0.policies[Int(number) - 1] }
-    }
 }
-
-/// Every distinct retry policy declared in this process, numbered from 1 in order of first use
-/// (a handful: a program's policies are written in its code, not made per change).
-private let internedPolicies = Mutex<(numbers: [RetryPolicy: UInt32], policies: [RetryPolicy])>(([:], []))

@@ -23,6 +23,11 @@ public enum TaskOptionDefaults {
     @inlinable public static var limit: ConcurrencyLimit? { nil }
     /// No retry: a run that fails ends `failed`.
     @inlinable public static var retry: RetryPolicy? { nil }
+    /// Results never go stale: declaring the same identity again after its run ended does
+    /// nothing.
+    @inlinable public static var staleAfter: Duration? { nil }
+    /// No refresh: a run that ended is not run again on a timer.
+    @inlinable public static var refreshEvery: Duration? { nil }
     /// Actions run on the registry's loop.
     @inlinable public static var executor: ActionExecutor { .loop }
     /// A synchronous action is called when its run starts, with no delay.

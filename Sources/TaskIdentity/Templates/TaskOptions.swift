@@ -23,9 +23,10 @@ final class TaskOptions: @unchecked Sendable {
         @usableFromInline var policy: RestartPolicy
         /// A run's time limit, from its start; nil for none.
         @usableFromInline var timeout: Duration?
-        /// The retry policy's number (`RetryPolicy.number(of:)`), 0 for none: four bytes, in
-        /// the padding after `timeout`'s tag (see the order above).
-        @usableFromInline var retryNumber: UInt32
+        /// The number of the retry policy, `staleAfter` and `refreshEvery` (`RareOptions`), 0
+        /// when none is set: four bytes, in the padding after `timeout`'s tag (see the order
+        /// above).
+        @usableFromInline var rareNumber: UInt32
         /// The concurrency limit whose queue a run waits in when its runs are all taken
         /// (`ConcurrencyLimit.bits`); 0 for the registry's (`RegistryConfiguration.concurrencyLimit`),
         /// if it has one. Eight bytes, not an optional limit's seventeen (see the order above).
@@ -44,6 +45,8 @@ final class TaskOptions: @unchecked Sendable {
             progressDelay: Duration?, timeout: Duration? = TaskOptionDefaults.timeout,
             limit: ConcurrencyLimit? = TaskOptionDefaults.limit,
             retry: RetryPolicy? = TaskOptionDefaults.retry,
+            staleAfter: Duration? = TaskOptionDefaults.staleAfter,
+            refreshEvery: Duration? = TaskOptionDefaults.refreshEvery,
             synchronousDelay: Duration = TaskOptionDefaults.synchronousDelay,
             executor: ActionExecutor = TaskOptionDefaults.executor
         ) throws(RegistryError) {
@@ -62,8 +65,16 @@ final class TaskOptions: @unchecked Sendable {
             self.progressDelay = progressDelay
             self.timeout = timeout
             self.limitBits = limit?.bits ?? 0
-            // Tested here, inline: a declaration without a policy makes no call.
-            self.retryNumber = retry == nil ? 0 : RetryPolicy.number(of: retry)
+            if let staleAfter, staleAfter < .zero {
+                throw RegistryError.invalidDuration(name: "staleAfter", staleAfter)
+            }
+            if let refreshEvery, refreshEvery < .nanoseconds(1) {
+                throw RegistryError.invalidDuration(name: "refreshEvery", refreshEvery)
+            }
+            // Tested here, inline: a declaration without these options makes no call.
+            self.rareNumber =
+                retry == nil && staleAfter == nil && refreshEvery == nil
+                ? 0 : RareOptions.number(retry: retry, staleAfter: staleAfter, refreshEvery: refreshEvery)
             self.synchronousDelay = synchronousDelay
             self.executor = executor
         }
@@ -72,6 +83,9 @@ final class TaskOptions: @unchecked Sendable {
     @usableFromInline let values: Values
     /// `values`' retry policy, if any.
     let retry: RetryPolicy?
+    /// `values`' `staleAfter` and `refreshEvery`, in nanoseconds, if set.
+    let staleAfterNanoseconds: UInt64?
+    let refreshEveryNanoseconds: UInt64?
     /// `values`' concurrency limit, if it names one.
     var limit: ConcurrencyLimit? { ConcurrencyLimit(bits: values.limitBits) }
     /// `values` in nanoseconds.
@@ -110,6 +124,9 @@ final class TaskOptions: @unchecked Sendable {
         self.synchronousQueue = synchronousQueue
         self.timeLimits = timeLimits
         self.limitQueue = limitQueue
-        self.retry = RetryPolicy.policy(numbered: values.retryNumber)
+        let rare = RareOptions.options(numbered: values.rareNumber)
+        self.retry = rare?.retry
+        self.staleAfterNanoseconds = rare?.staleAfter.map { UInt64($0.clampedNanoseconds) }
+        self.refreshEveryNanoseconds = rare?.refreshEvery.map { UInt64($0.clampedNanoseconds) }
     }
 }

@@ -33,6 +33,8 @@ public final class TaskTemplate<Key: Hashable & Sendable>: Sendable {
     ///   - timeout: each run's time limit, from its start (nil: none).
     ///   - limit: the concurrency limit its runs count against (nil: the registry's, if any).
     ///   - retry: how a run that fails is tried again (nil: it is not; see `RetryPolicy`).
+    ///   - staleAfter: how long a run's outcome stays fresh (nil: forever; see `TaskRegistry.task(…)`).
+    ///   - refreshEvery: run the current identity again this long after each run ends (nil: never).
     ///   - executor: where the action runs (see `ActionExecutor`).
     ///   - action: the work, given the slot's key and the run's context.
     /// - Throws: `RegistryError.invalidDuration` for a negative duration or a `timeout` under a nanosecond.
@@ -47,13 +49,16 @@ public final class TaskTemplate<Key: Hashable & Sendable>: Sendable {
         timeout: Duration? = TaskOptionDefaults.timeout,
         limit: ConcurrencyLimit? = TaskOptionDefaults.limit,
         retry: RetryPolicy? = TaskOptionDefaults.retry,
+        staleAfter: Duration? = TaskOptionDefaults.staleAfter,
+        refreshEvery: Duration? = TaskOptionDefaults.refreshEvery,
         executor: ActionExecutor = TaskOptionDefaults.executor,
         action: nonisolated(nonsending) @escaping @Sendable (Key, TaskContext) async throws -> Void
     ) throws(RegistryError) {
         self.name = name
         self.values = try TaskOptions.Values(
             priority: priority, policy: policy, debounce: debounce, throttle: throttle, progressDelay: progressDelay,
-            timeout: timeout, limit: limit, retry: retry, executor: executor)
+            timeout: timeout, limit: limit, retry: retry, staleAfter: staleAfter, refreshEvery: refreshEvery,
+            executor: executor)
         // The run's task calls the action with its own record's key.
         self.body = .keyedTask(KeyedAction<Key>(action))
     }
@@ -97,6 +102,8 @@ public final class TaskTemplate<Key: Hashable & Sendable>: Sendable {
     ///     its action returns, or until it is cancelled before its action is called.
     ///   - retry: as for `TaskRegistry.task(…)`: an action that throws is called again after
     ///     the policy's wait (and its `after:` delay again).
+    ///   - staleAfter: as for `TaskRegistry.task(…)`.
+    ///   - refreshEvery: as for `TaskRegistry.task(…)`.
     ///   - delay: (`after:`) how long the run stays `running` before `action` is called
     ///     (zero: at once).
     ///   - action: called on the loop thread with the slot's key and the run's context. It must
@@ -113,12 +120,15 @@ public final class TaskTemplate<Key: Hashable & Sendable>: Sendable {
         timeout: Duration? = TaskOptionDefaults.timeout,
         limit: ConcurrencyLimit? = TaskOptionDefaults.limit,
         retry: RetryPolicy? = TaskOptionDefaults.retry,
+        staleAfter: Duration? = TaskOptionDefaults.staleAfter,
+        refreshEvery: Duration? = TaskOptionDefaults.refreshEvery,
         after delay: Duration = TaskOptionDefaults.synchronousDelay,
         action: @escaping @Sendable (Key, TaskContext) throws -> Void
     ) throws(RegistryError) -> TaskTemplate<Key> {
         let values = try TaskOptions.Values(
             priority: TaskOptionDefaults.priority, policy: policy, debounce: debounce, throttle: throttle,
-            progressDelay: progressDelay, timeout: timeout, limit: limit, retry: retry, synchronousDelay: delay)
+            progressDelay: progressDelay, timeout: timeout, limit: limit, retry: retry, staleAfter: staleAfter,
+            refreshEvery: refreshEvery, synchronousDelay: delay)
         return TaskTemplate(
             name: name, values: values,
             body: .synchronous({ context in

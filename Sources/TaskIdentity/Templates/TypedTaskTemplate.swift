@@ -35,6 +35,8 @@ public final class TypedTaskTemplate<Key: Hashable & Sendable, ID: Hashable & Se
     ///   - timeout: each run's time limit, from its start (nil: none).
     ///   - limit: the concurrency limit its runs count against (nil: the registry's, if any).
     ///   - retry: how a run that fails is tried again (nil: it is not; see `RetryPolicy`).
+    ///   - staleAfter: how long a run's outcome stays fresh (nil: forever; see `TaskRegistry.task(…)`).
+    ///   - refreshEvery: run the current identity again this long after each run ends (nil: never).
     ///   - executor: where the action runs (default: the registry's loop).
     ///   - action: the work, given the slot's key, the identity and the run's context.
     /// - Throws: `RegistryError.invalidDuration` for a negative duration or a `timeout` under a nanosecond.
@@ -49,12 +51,15 @@ public final class TypedTaskTemplate<Key: Hashable & Sendable, ID: Hashable & Se
         timeout: Duration? = TaskOptionDefaults.timeout,
         limit: ConcurrencyLimit? = TaskOptionDefaults.limit,
         retry: RetryPolicy? = TaskOptionDefaults.retry,
+        staleAfter: Duration? = TaskOptionDefaults.staleAfter,
+        refreshEvery: Duration? = TaskOptionDefaults.refreshEvery,
         executor: ActionExecutor = TaskOptionDefaults.executor,
         action: nonisolated(nonsending) @escaping @Sendable (Key, ID, TaskContext) async throws -> Void
     ) throws(RegistryError) {
         let template = try TaskTemplate<Key>(
             name: name, priority: priority, debounce: debounce, throttle: throttle, policy: policy,
-            progressDelay: progressDelay, timeout: timeout, limit: limit, retry: retry, executor: executor
+            progressDelay: progressDelay, timeout: timeout, limit: limit, retry: retry, staleAfter: staleAfter,
+            refreshEvery: refreshEvery, executor: executor
         ) { key, context in
             // Every declaration through this template stores an `ID` (the only way in is
             // `task(_:id:template:)` below, typed, and `template` is not public), so the cast
@@ -77,12 +82,15 @@ public final class TypedTaskTemplate<Key: Hashable & Sendable, ID: Hashable & Se
         timeout: Duration? = TaskOptionDefaults.timeout,
         limit: ConcurrencyLimit? = TaskOptionDefaults.limit,
         retry: RetryPolicy? = TaskOptionDefaults.retry,
+        staleAfter: Duration? = TaskOptionDefaults.staleAfter,
+        refreshEvery: Duration? = TaskOptionDefaults.refreshEvery,
         after delay: Duration = TaskOptionDefaults.synchronousDelay,
         action: @escaping @Sendable (Key, ID, TaskContext) throws -> Void
     ) throws(RegistryError) -> TypedTaskTemplate<Key, ID> {
         let template = try TaskTemplate<Key>.synchronous(
             name: name, debounce: debounce, throttle: throttle, policy: policy, progressDelay: progressDelay,
-            timeout: timeout, limit: limit, retry: retry, after: delay
+            timeout: timeout, limit: limit, retry: retry, staleAfter: staleAfter, refreshEvery: refreshEvery,
+            after: delay
         ) { key, context in
             try action(key, context.id as! ID, context)  // typed on the way in, as above
         }

@@ -1,0 +1,103 @@
+import TaskLoopCore
+
+/// When the last run of a task with `staleAfter` or `refreshEvery` ended, the action to run
+/// again, and the timer of the next refresh. Off the record, as most tasks have neither. Loop
+/// thread only.
+final class RefreshState {
+    /// The generation whose run ended (or is under way).
+    var generation: UInt64 = 0
+    /// When that run ended (loop nanoseconds), or nil while it has not.
+    var endedAt: UInt64?
+    var body: RunBody?
+    var timer: (any LoopTimer)?
+}
+
+// Results that go stale, and refreshes: what a run's end leaves for a later declaration of the
+// same identity, or for the task's own timer.
+extension RegistryCore {
+    /// The run `generation` of `record` starts, in a registry where some options have a retry
+    /// policy, `staleAfter` or `refreshEvery`: if its own do, its action is kept to be run
+    /// again.
+    @inline(never)
+    func noteBodyToRunAgain(_ record: AnyTaskRecord, generation: UInt64, body: RunBody) {
+        let options = record.options
+        if options.retry != nil { noteAttempt(record, generation: generation, body: body) }
+        if options.staleAfterNanoseconds != nil || options.refreshEveryNanoseconds != nil {
+            noteRefreshBody(record, generation: generation, body: body)
+        }
+    }
+
+    /// The run `generation` of `record`, whose options have `staleAfter` or `refreshEvery`,
+    /// starts: its action is kept to be run again.
+    @inline(never)
+    func noteRefreshBody(_ record: AnyTaskRecord, generation: UInt64, body: RunBody) {
+        let state = refreshes[ObjectIdentifier(record)] ?? RefreshState()
+        refreshes[ObjectIdentifier(record)] = state
+        state.generation = generation
+        state.endedAt = nil
+        state.body = body
+        state.timer?.stop()
+    }
+
+    /// The current run of `record` ended with `phase`: after its own end (finished, failed,
+    /// timed out, cancelled by its action) the time is kept and the refresh timer armed;
+    /// after any other cancellation (a new identity, a removal, the caller, shutdown) the
+    /// refresh stops.
+    func refreshAfterEnd(_ record: AnyTaskRecord, _ ended: TaskStateMachine.PhaseChange) {
+        guard let state = refreshes[ObjectIdentifier(record)] else { return }
+        let endedOnItsOwn: Bool
+        switch ended.phase {
+        case .finished, .failed, .cancelled(.timedOut), .cancelled(.actionCancelled): endedOnItsOwn = true
+        default: endedOnItsOwn = false
+        }
+        guard endedOnItsOwn, ended.generation == record.state.generation, !isShutDown else {
+            state.timer?.stop()
+            state.endedAt = nil
+            return
+        }
+        let now = unretainedLoop.now.nanoseconds
+        state.generation = ended.generation
+        state.endedAt = now
+        guard let every = record.options.refreshEveryNanoseconds else { return }
+        if state.timer == nil {
+            state.timer = try? loop.makeTimer { [weak self, weak record] in
+                guard let self, let record else { return }
+                self.refreshDue(record)
+            }
+        }
+        do {
+            guard let timer = state.timer else { throw LoopError(.shutDown, operation: "makeTimer") }
+            try timer.start(at: LoopInstant(nanoseconds: LoopInstant.nanoseconds(now, plus: every)))
+        } catch {
+            log.debug("task '\(record.name)': refresh timer refused (\(error)); the task is not refreshed")
+        }
+    }
+
+    /// The refresh timer of `record` fired: its identity runs again, as a new generation, if
+    /// nothing happened to the task since its last run ended.
+    func refreshDue(_ record: AnyTaskRecord) {
+        guard !isShutDown, let state = refreshes[ObjectIdentifier(record)], state.endedAt != nil,
+            let body = state.body, !record.state.isRemoved, record.state.pending == .none, record.state.run == nil,
+            record.state.generation == state.generation
+        else { return }
+        declare(record, isNew: false, identity: record.identity, options: record.options, body: body, again: true)
+    }
+
+    /// Whether declaring `record`'s identity again now runs it again: its last run ended at
+    /// least `staleAfter` ago, and nothing is pending or running.
+    @inline(never)
+    func isStale(_ record: AnyTaskRecord, staleAfter: UInt64) -> Bool {
+        guard let state = refreshes[ObjectIdentifier(record)], let endedAt = state.endedAt,
+            record.state.generation == state.generation, record.state.pending == .none, record.state.run == nil
+        else { return false }
+        return unretainedLoop.now.nanoseconds &- endedAt >= staleAfter
+    }
+
+    /// `record` leaves its slot, or forgets its identity: no refresh is left for it.
+    func dropRefreshState(_ record: AnyTaskRecord) {
+        guard let state = refreshes.removeValue(forKey: ObjectIdentifier(record)) else { return }
+        state.timer?.close()
+        state.timer = nil
+        state.body = nil
+    }
+}
