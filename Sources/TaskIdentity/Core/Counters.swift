@@ -30,6 +30,9 @@ public struct RegistryCounters: Hashable, Sendable, CustomStringConvertible {
     /// or a removal ended the wait: each attempt after the first is also counted in `started`
     /// (not in `restarted`), and only a generation's last failure in `failed`.
     public var retries: UInt64 = 0
+    /// Runs that joined another slot's run of an equal identity (a template that shares runs)
+    /// instead of starting an action of their own; each is also counted in `started`.
+    public var joined: UInt64 = 0
     /// Generations that waited in a concurrency limit's queue (`ConcurrencyLimit`) because
     /// its runs were all taken when they would have started.
     public var queued: UInt64 = 0
@@ -98,6 +101,7 @@ public struct RegistryCounters: Hashable, Sendable, CustomStringConvertible {
         Field(name: "failed", kind: .counter, keyPath: \.failedField),
         Field(name: "timed_out", kind: .counter, keyPath: \.timedOutField),
         Field(name: "retries", kind: .counter, keyPath: \.retriesField),
+        Field(name: "joined", kind: .counter, keyPath: \.joinedField),
         Field(name: "queued", kind: .counter, keyPath: \.queuedField),
         Field(name: "queue_wait_ns", kind: .counter, keyPath: \.queueWaitNanosecondsField),
         Field(name: "stale_commits_dropped", kind: .counter, keyPath: \.staleCommitsDroppedField),
@@ -173,6 +177,10 @@ public struct RegistryCounters: Hashable, Sendable, CustomStringConvertible {
     var timedOutField: Int64Convertible {
         get { Int64Convertible(timedOut) }
         set { timedOut = newValue.uint64 }
+    }
+    var joinedField: Int64Convertible {
+        get { Int64Convertible(joined) }
+        set { joined = newValue.uint64 }
     }
     var retriesField: Int64Convertible {
         get { Int64Convertible(retries) }

@@ -37,6 +37,7 @@ extension RegistryCore {
         // A generation that ended, or was replaced, has no attempt left to make.
         if (effects.endedRun != nil || effects.endedPending != nil) && !retries.isEmpty { dropRetryState(record) }
         if let ended = effects.endedRun {
+            if effects.cancelTask && !sharedRunOf.isEmpty { leaveSharedRun(record, generation: ended.generation) }
             if !refreshes.isEmpty { refreshAfterEnd(record, ended) }
             if let link = timeLimited.removeValue(forKey: ObjectIdentifier(record)) { link.limits.remove(link.node) }
             if effects.actionNeverCalled { givePlaceBack(record, generation: ended.generation) }

@@ -36,6 +36,14 @@ extension RegistryCore {
         // Off the loop thread only after the loop shut down: the loop's remaining jobs and the
         // door's then run one at a time on the threads that enqueue them.
         assert(unretainedLoop.inLoop || isShutDown, "BUG DETECTED: a run ended off its registry's loop thread")
+        // A shared run's task ended: the run of every slot it served ends (each found once:
+        // `endingSharedRun` takes them out of the tables).
+        if !sharedRunOf.isEmpty, let shared = endingSharedRun(record, generation: generation) {
+            for member in shared.members + shared.departed {
+                runEnded(member.record, generation: member.generation, failure: failure)
+            }
+            return
+        }
         let outcome: TaskStateMachine.Outcome
         switch failure {
         case nil: outcome = .finished

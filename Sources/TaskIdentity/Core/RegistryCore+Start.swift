@@ -92,7 +92,11 @@ extension RegistryCore {
         case .task(let action):
             startTask(record, generation: generation, action)
         case .keyedTask(let action):
-            startKeyedTask(record, generation: generation, action)
+            if record.options.values.sharesRuns {
+                startShared(record, generation: generation, action)
+            } else {
+                startKeyedTask(record, generation: generation, action)
+            }
         case .synchronous(let action):
             if let queue = record.options.synchronousQueue {
                 let deadline = LoopInstant.nanoseconds(unretainedLoop.now.nanoseconds, plus: queue.delayNanoseconds)

@@ -47,6 +47,11 @@ final class RegistryCore: @unchecked Sendable {
     /// What the last run of each task with `staleAfter` or `refreshEvery` left, off the record.
     /// Unchecked exclusivity: loop thread only.
     @exclusivity(unchecked) var refreshes: [ObjectIdentifier: RefreshState] = [:]
+    /// Shared runs that slots may still join, by their action and identity. Loop thread only.
+    var sharedRuns: [SharedRunKey: SharedRun] = [:]
+    /// The shared run of each slot's run in one (joined, or left and still ending). Unchecked
+    /// exclusivity: loop thread only, read on every run's end and every stale commit.
+    @exclusivity(unchecked) var sharedRunOf: [RunKey: SharedRun] = [:]
     /// The random numbers of retries' jitter.
     var retryRandom = SystemRandomNumberGenerator()
     /// The registry's concurrency limit for tasks declared without one
@@ -162,7 +167,7 @@ final class RegistryCore: @unchecked Sendable {
             }
         }
         let limit = ConcurrencyLimit(bits: values.limitBits) ?? defaultLimit
-        if timeLimits != nil || limit != nil || values.rareNumber != 0 { hasRunSideTables = true }
+        if timeLimits != nil || limit != nil || values.rareNumber != 0 || values.sharesRuns { hasRunSideTables = true }
         let options = TaskOptions(
             values: values, debounceWindows: windows, progressQueue: progressQueue,
             synchronousQueue: synchronousQueue, timeLimits: timeLimits,

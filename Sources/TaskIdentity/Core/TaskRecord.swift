@@ -67,7 +67,17 @@ class AnyTaskRecord: @unchecked Sendable {
     /// The way onto the loop thread from other executors. May be read from any thread.
     @usableFromInline final var door: LoopDoor { core.door }
 
-    @usableFromInline final func storeResult(_ result: any Sendable) {
+    /// Stores the result of the run `generation`: in this record, or in every slot its shared
+    /// run serves.
+    @usableFromInline final func storeResult(_ result: any Sendable, generation: UInt64) {
+        if core.sharedRunOf.isEmpty {
+            storeOwnResult(result)
+        } else {
+            core.storeResult(result, of: self, generation: generation)
+        }
+    }
+
+    final func storeOwnResult(_ result: any Sendable) {
         core.trace(self, state.runGeneration, .resultStored)
         if let box = self.result {
             box.value = result
@@ -76,7 +86,12 @@ class AnyTaskRecord: @unchecked Sendable {
         }
     }
 
-    @usableFromInline final func isCurrentRun(_ generation: UInt64) -> Bool { state.isCurrentRun(generation) }
+    /// Whether the run `generation` is current: this task's current run, or a shared run that
+    /// still serves a current slot (looked up only when this record's own answer is no).
+    @usableFromInline final func isCurrentRun(_ generation: UInt64) -> Bool {
+        state.isCurrentRun(generation)
+            || (!core.sharedRunOf.isEmpty && core.sharedRunIsCurrent(self, generation: generation))
+    }
 
     @usableFromInline final func noteStaleCommit(_ generation: UInt64) {
         core.counters.staleCommitsDropped &+= 1

@@ -35,6 +35,16 @@ public struct TaskContext: Sendable {
         return run.core.attempt(of: run, generation: generation)
     }
 
+    /// The keys of the slots this run serves now, as `type`: its own slot's while the run is
+    /// current, or, for a run of a template that shares runs, every slot still in it (the
+    /// action receives the key of the slot that started it). Empty once no slot is served.
+    ///
+    /// - Note: Loop thread only (the action's own thread while it runs on the loop).
+    public func keys<Key: Hashable & Sendable>(as type: Key.Type) -> [Key] {
+        run.preconditionInLoop()
+        return run.core.servedRecords(run, generation: generation).compactMap { ($0 as? TaskRecord<Key>)?.key }
+    }
+
     /// The registry loop's clock, for sleeps and deadlines that tests can drive in virtual time.
     ///
     /// May be read from any thread.
@@ -84,7 +94,7 @@ public struct TaskContext: Sendable {
     @discardableResult
     public func commit(result: some Sendable) -> Bool {
         run.preconditionInLoop()
-        return landIfCurrent { run.storeResult(result) }
+        return landIfCurrent { run.storeResult(result, generation: generation) }
     }
 }
 
@@ -118,7 +128,7 @@ extension TaskContext {
     @discardableResult
     public func commitOnLoop(result: some Sendable) async -> Bool {
         if run.loop.inLoop { return commit(result: result) }
-        return await run.door.run { landIfCurrent { run.storeResult(result) } }
+        return await run.door.run { landIfCurrent { run.storeResult(result, generation: generation) } }
     }
 
     /// `isCurrent` from any thread or executor, read on the registry's loop. The answer can be

@@ -21,6 +21,9 @@ final class TaskOptions: @unchecked Sendable {
         @usableFromInline var progressDelay: Duration?
         @usableFromInline var priority: UInt8
         @usableFromInline var policy: RestartPolicy
+        /// A slot declaring an identity equal to one running in another slot of the same
+        /// template joins that run (templates only). In the padding after `policy`.
+        @usableFromInline var sharesRuns: Bool
         /// A run's time limit, from its start; nil for none.
         @usableFromInline var timeout: Duration?
         /// The number of the retry policy, `staleAfter` and `refreshEvery` (`RareOptions`), 0
@@ -47,6 +50,7 @@ final class TaskOptions: @unchecked Sendable {
             retry: RetryPolicy? = TaskOptionDefaults.retry,
             staleAfter: Duration? = TaskOptionDefaults.staleAfter,
             refreshEvery: Duration? = TaskOptionDefaults.refreshEvery,
+            sharesRuns: Bool = false,
             synchronousDelay: Duration = TaskOptionDefaults.synchronousDelay,
             executor: ActionExecutor = TaskOptionDefaults.executor
         ) throws(RegistryError) {
@@ -58,6 +62,7 @@ final class TaskOptions: @unchecked Sendable {
             if synchronousDelay < .zero { throw RegistryError.invalidDuration(name: "after", synchronousDelay) }
             // Below a nanosecond is zero on the loop's clock: no limit at all, not a limit of none.
             if let timeout, timeout < .nanoseconds(1) { throw RegistryError.invalidDuration(name: "timeout", timeout) }
+            self.sharesRuns = sharesRuns
             self.priority = priority.rawValue
             self.policy = policy
             self.debounce = debounce

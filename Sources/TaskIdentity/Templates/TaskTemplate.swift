@@ -35,6 +35,14 @@ public final class TaskTemplate<Key: Hashable & Sendable>: Sendable {
     ///   - retry: how a run that fails is tried again (nil: it is not; see `RetryPolicy`).
     ///   - staleAfter: how long a run's outcome stays fresh (nil: forever; see `TaskRegistry.task(…)`).
     ///   - refreshEvery: run the current identity again this long after each run ends (nil: never).
+    ///   - sharesRuns: a slot that declares an identity equal (`==`) to one this template is
+    ///     running for another slot joins that run instead of starting its own: the action is
+    ///     called once, with the key of the slot that started the run, and every slot in the
+    ///     run gets its end (`finished`, `failed`) and its stored result
+    ///     (`commit(result:)`) as if the run were its own; `commit { }` runs its body once
+    ///     while any slot in the run is current (`context.keys(as:)` lists them). A slot that
+    ///     moves on leaves the run, which is cancelled only when the last slot has left. Each
+    ///     slot's phase stays its own. Default false.
     ///   - executor: where the action runs (see `ActionExecutor`).
     ///   - action: the work, given the slot's key and the run's context.
     /// - Throws: `RegistryError.invalidDuration` for a negative duration or a `timeout` under a nanosecond.
@@ -51,6 +59,7 @@ public final class TaskTemplate<Key: Hashable & Sendable>: Sendable {
         retry: RetryPolicy? = TaskOptionDefaults.retry,
         staleAfter: Duration? = TaskOptionDefaults.staleAfter,
         refreshEvery: Duration? = TaskOptionDefaults.refreshEvery,
+        sharesRuns: Bool = false,
         executor: ActionExecutor = TaskOptionDefaults.executor,
         action: nonisolated(nonsending) @escaping @Sendable (Key, TaskContext) async throws -> Void
     ) throws(RegistryError) {
@@ -58,6 +67,7 @@ public final class TaskTemplate<Key: Hashable & Sendable>: Sendable {
         self.values = try TaskOptions.Values(
             priority: priority, policy: policy, debounce: debounce, throttle: throttle, progressDelay: progressDelay,
             timeout: timeout, limit: limit, retry: retry, staleAfter: staleAfter, refreshEvery: refreshEvery,
+            sharesRuns: sharesRuns,
             executor: executor)
         // The run's task calls the action with its own record's key.
         self.body = .keyedTask(KeyedAction<Key>(action))

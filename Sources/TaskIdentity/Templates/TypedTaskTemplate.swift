@@ -37,6 +37,7 @@ public final class TypedTaskTemplate<Key: Hashable & Sendable, ID: Hashable & Se
     ///   - retry: how a run that fails is tried again (nil: it is not; see `RetryPolicy`).
     ///   - staleAfter: how long a run's outcome stays fresh (nil: forever; see `TaskRegistry.task(…)`).
     ///   - refreshEvery: run the current identity again this long after each run ends (nil: never).
+    ///   - sharesRuns: slots declaring equal identities share one run (see `TaskTemplate.init`).
     ///   - executor: where the action runs (default: the registry's loop).
     ///   - action: the work, given the slot's key, the identity and the run's context.
     /// - Throws: `RegistryError.invalidDuration` for a negative duration or a `timeout` under a nanosecond.
@@ -53,13 +54,14 @@ public final class TypedTaskTemplate<Key: Hashable & Sendable, ID: Hashable & Se
         retry: RetryPolicy? = TaskOptionDefaults.retry,
         staleAfter: Duration? = TaskOptionDefaults.staleAfter,
         refreshEvery: Duration? = TaskOptionDefaults.refreshEvery,
+        sharesRuns: Bool = false,
         executor: ActionExecutor = TaskOptionDefaults.executor,
         action: nonisolated(nonsending) @escaping @Sendable (Key, ID, TaskContext) async throws -> Void
     ) throws(RegistryError) {
         let template = try TaskTemplate<Key>(
             name: name, priority: priority, debounce: debounce, throttle: throttle, policy: policy,
             progressDelay: progressDelay, timeout: timeout, limit: limit, retry: retry, staleAfter: staleAfter,
-            refreshEvery: refreshEvery, executor: executor
+            refreshEvery: refreshEvery, sharesRuns: sharesRuns, executor: executor
         ) { key, context in
             // Every declaration through this template stores an `ID` (the only way in is
             // `task(_:id:template:)` below, typed, and `template` is not public), so the cast

@@ -22,6 +22,9 @@ struct TraceEvent: Sendable {
         /// The generation waits in its concurrency limit's queue (closed by its start, or by
         /// its end without one).
         case queued
+        /// The run joined another slot's run of an equal identity (a template that shares runs)
+        /// instead of starting an action of its own.
+        case joinedRun
         /// The run started: on the registry's loop (`executor` nil), or on its task's executor
         /// (`ActionExecutor`'s description: `global`, `executor(…)`).
         case runStarted(executor: String?)
@@ -99,6 +102,7 @@ extension TraceEvent.Kind: CustomStringConvertible {
         case .windowOpened(let window, let until): return "\(window) until \(until / 1_000_000)ms"
         case .windowClosed(let window): return "\(window) closed"
         case .queued: return "queued"
+        case .joinedRun: return "joined a shared run"
         case .runStarted(let executor): return executor.map { "started on \($0)" } ?? "started"
         case .cancelled(let reason, let ofRun): return ofRun ? "cancelled(\(reason))" : "dropped(\(reason))"
         case .commitLanded: return "commit"

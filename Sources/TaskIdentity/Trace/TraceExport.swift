@@ -171,6 +171,9 @@ private struct TraceExport {
                     track: track, at: event.time, name: "dropped(\(reason))",
                     args: ["generation": .number(generation), "ran": .text("no")])
             }
+        case .joinedRun:
+            instant(
+                track: track, at: event.time, name: "joined a shared run", args: ["generation": .number(generation)])
         case .commitLanded:
             instant(track: track, at: event.time, name: "commit", args: ["generation": .number(generation)])
         case .commitDropped:

@@ -1,0 +1,107 @@
+import TaskLoopCore
+
+/// Which shared run a slot may join: the template's action and the identity.
+struct SharedRunKey: Hashable {
+    let action: ObjectIdentifier
+    let identity: AnyHashable
+}
+
+/// One run of a template that shares runs (`sharesRuns: true`), serving every slot of that
+/// template that declared an equal identity while it ran. Its Swift task runs the action with
+/// the first slot's context (`leader`); the slots joined since hold no task of their own. The
+/// task is cancelled only once every slot has left (moved on, removed, cancelled, timed out);
+/// its end ends the run of every slot still in it, and is the end the slots that left wait for.
+/// Loop thread only.
+final class SharedRun {
+    let key: SharedRunKey
+    let leader: RunKey
+    /// The leader's task.
+    var task: RunTask?
+    /// The slots in the run now (the leader included while it stays), in order of joining.
+    var members: [(record: AnyTaskRecord, generation: UInt64)]
+    /// Slots that left: their cancelled runs end when the task does.
+    var departed: [(record: AnyTaskRecord, generation: UInt64)] = []
+
+    init(key: SharedRunKey, leader record: AnyTaskRecord, generation: UInt64) {
+        self.key = key
+        leader = RunKey(record: record, generation: generation)
+        members = [(record, generation)]
+    }
+}
+
+// Shared runs: joining a run of an equal identity, leaving it, and its end for every slot.
+extension RegistryCore {
+    /// Starts the run `generation` of `record`, whose template shares runs: it joins a run of
+    /// the same action and an equal identity under way, or starts one that others may join.
+    func startShared(_ record: AnyTaskRecord, generation: UInt64, _ action: any KeyedTaskAction) {
+        let key = SharedRunKey(action: ObjectIdentifier(action), identity: AnyHashable(record.identity))
+        if let run = sharedRuns[key] {
+            run.members.append((record, generation))
+            sharedRunOf[RunKey(record: record, generation: generation)] = run
+            counters.joined &+= 1
+            if trace != nil { trace(record, generation, .joinedRun) }
+            pushProgressEntry(record, generation: generation)
+            return
+        }
+        startKeyedTask(record, generation: generation, action)
+        let run = SharedRun(key: key, leader: record, generation: generation)
+        run.task = record.runningTask
+        record.runningTask = nil
+        sharedRuns[key] = run
+        sharedRunOf[RunKey(record: record, generation: generation)] = run
+    }
+
+    /// The run `generation` of `record` was cancelled: if it is in a shared run, it leaves it,
+    /// and the last slot to leave cancels the task.
+    func leaveSharedRun(_ record: AnyTaskRecord, generation: UInt64) {
+        guard let run = sharedRunOf[RunKey(record: record, generation: generation)],
+            let index = run.members.firstIndex(where: { $0.record === record && $0.generation == generation })
+        else { return }
+        run.departed.append(run.members.remove(at: index))
+        guard run.members.isEmpty else { return }
+        // No slot is served: the run is cancelled, and no slot joins it any more.
+        if sharedRuns[run.key] === run { sharedRuns[run.key] = nil }
+        run.task?.cancel()
+        run.task = nil
+    }
+
+    /// The shared run whose leader's run `generation` of `record` just ended, if it is one:
+    /// taken out of the tables, so that every slot it served ends once (`runEnded`).
+    func endingSharedRun(_ record: AnyTaskRecord, generation: UInt64) -> SharedRun? {
+        let runKey = RunKey(record: record, generation: generation)
+        guard let run = sharedRunOf[runKey], run.leader == runKey else { return nil }
+        if sharedRuns[run.key] === run { sharedRuns[run.key] = nil }
+        for member in run.members + run.departed {
+            sharedRunOf[RunKey(record: member.record, generation: member.generation)] = nil
+        }
+        return run
+    }
+
+    /// Whether the shared run that `record`'s run `generation` belongs to still serves a
+    /// current slot (a commit of it lands). For a leader that moved on, while others stay.
+    func sharedRunIsCurrent(_ record: AnyTaskRecord, generation: UInt64) -> Bool {
+        guard let run = sharedRunOf[RunKey(record: record, generation: generation)] else { return false }
+        return run.members.contains { $0.record.state.isCurrentRun($0.generation) }
+    }
+
+    /// Stores `result` for the run `generation` of `record`: in every slot a shared run serves
+    /// now, or in `record` alone.
+    func storeResult(_ result: any Sendable, of record: AnyTaskRecord, generation: UInt64) {
+        guard let run = sharedRunOf[RunKey(record: record, generation: generation)] else {
+            record.storeOwnResult(result)
+            return
+        }
+        for member in run.members where member.record.state.isCurrentRun(member.generation) {
+            member.record.storeOwnResult(result)
+        }
+    }
+
+    /// The slots the run `generation` of `record` serves now: the current members of its shared
+    /// run, or `record` alone while it is current.
+    func servedRecords(_ record: AnyTaskRecord, generation: UInt64) -> [AnyTaskRecord] {
+        if let run = sharedRunOf[RunKey(record: record, generation: generation)] {
+            return run.members.filter { $0.record.state.isCurrentRun($0.generation) }.map(\.record)
+        }
+        return record.state.isCurrentRun(generation) ? [record] : []
+    }
+}
