@@ -39,10 +39,14 @@ extension RegistryCore {
         if let ended = effects.endedRun {
             if effects.cancelTask && !sharedRunOf.isEmpty { leaveSharedRun(record, generation: ended.generation) }
             if !refreshes.isEmpty { refreshAfterEnd(record, ended) }
-            if let link = timeLimited.removeValue(forKey: ObjectIdentifier(record)) { link.limits.remove(link.node) }
+            if !timeLimited.isEmpty, let link = timeLimited.removeValue(forKey: ObjectIdentifier(record)) {
+                link.limits.remove(link.node)
+            }
             if effects.actionNeverCalled { givePlaceBack(record, generation: ended.generation) }
         }
-        if effects.endedPending != nil, let link = limitQueued.removeValue(forKey: ObjectIdentifier(record)) {
+        if effects.endedPending != nil, !limitQueued.isEmpty,
+            let link = limitQueued.removeValue(forKey: ObjectIdentifier(record))
+        {
             link.queue.leave(priority: link.priority, node: link.node)
         }
     }
