@@ -37,8 +37,8 @@ public struct RegistryCounters: Hashable, Sendable, CustomStringConvertible {
     /// its runs were all taken when they would have started.
     public var queued: UInt64 = 0
     /// Nanoseconds of loop time that the runs started from a concurrency limit's queue spent
-    /// there, added up: divided by the runs started from a queue, the mean wait. A slot's wait
-    /// counts from when it joined the queue, through identities that replaced each other in it.
+    /// there, added up: divided by the runs started from a queue, the mean wait. Each run's
+    /// wait counts from when its generation joined the queue (a new identity joins anew).
     public var queueWaitNanoseconds: UInt64 = 0
     /// `commit { }` calls dropped because their run was no longer current.
     public var staleCommitsDropped: UInt64 = 0

@@ -24,6 +24,8 @@ extension RegistryCore {
         if options.retry != nil { noteAttempt(record, generation: generation, body: body) }
         if options.staleAfterNanoseconds != nil || options.refreshEveryNanoseconds != nil {
             noteRefreshBody(record, generation: generation, body: body)
+        } else if !refreshes.isEmpty {
+            dropRefreshState(record)  // declared since without them: nothing to run again
         }
     }
 
@@ -76,7 +78,9 @@ extension RegistryCore {
     /// The refresh timer of `record` fired: its identity runs again, as a new generation, if
     /// nothing happened to the task since its last run ended.
     func refreshDue(_ record: AnyTaskRecord) {
-        guard !isShutDown, let state = refreshes[ObjectIdentifier(record)], state.endedAt != nil,
+        guard !isShutDown, record.options.refreshEveryNanoseconds != nil,
+            let state = refreshes[ObjectIdentifier(record)],
+            state.endedAt != nil,
             let body = state.body, !record.state.isRemoved, record.state.pending == .none, record.state.run == nil,
             record.state.generation == state.generation
         else { return }

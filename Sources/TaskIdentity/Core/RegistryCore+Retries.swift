@@ -57,6 +57,11 @@ extension RegistryCore {
     /// `record` waits to be tried again at `deadline`: it gets its action back, and its retry
     /// timer is armed.
     func armRetry(_ record: AnyTaskRecord, until deadline: UInt64) {
+        // The failed attempt's time limit goes with it: the next attempt, a run of the same
+        // generation, arms its own.
+        if !timeLimited.isEmpty, let link = timeLimited.removeValue(forKey: ObjectIdentifier(record)) {
+            link.limits.remove(link.node)
+        }
         guard let state = retries[ObjectIdentifier(record)] else { return }
         record.pendingAction = state.body
         if state.timer == nil {

@@ -51,6 +51,14 @@ extension RegistryCore {
         sharedRunOf[RunKey(record: record, generation: generation)] = run
     }
 
+    /// The shared run under way that `record`'s pending generation would join, if any.
+    func sharedRunToJoin(_ record: AnyTaskRecord) -> SharedRun? {
+        guard !sharedRuns.isEmpty, case .keyedTask(let action)? = record.pendingAction,
+            !(record.identity is NoIdentity)
+        else { return nil }
+        return sharedRuns[SharedRunKey(action: ObjectIdentifier(action), identity: AnyHashable(record.identity))]
+    }
+
     /// The run `generation` of `record` was cancelled: if it is in a shared run, it leaves it,
     /// and the last slot to leave cancels the task.
     func leaveSharedRun(_ record: AnyTaskRecord, generation: UInt64) {

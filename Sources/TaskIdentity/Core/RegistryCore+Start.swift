@@ -70,7 +70,9 @@ extension RegistryCore {
     /// Starts the queued generation of `record`, unless it has moved on or must wait in its
     /// concurrency limit's queue; `admitted` when it comes from the head of that queue.
     func start(_ record: AnyTaskRecord, admitted: Bool = false) {
-        if let queue = record.options.limitQueue, !admitted, waitsForLimit(record, queue) { return }
+        // A slot that joins a shared run calls no action: it takes no place of a limit.
+        let joinsSharedRun = record.options.values.sharesRuns && sharedRunToJoin(record) != nil
+        if let queue = record.options.limitQueue, !admitted, !joinsSharedRun, waitsForLimit(record, queue) { return }
         let kind: TaskStateMachine.ActiveKind
         switch record.pendingAction {
         case .task?, .keyedTask?: kind = .task
@@ -78,7 +80,9 @@ extension RegistryCore {
         case nil: kind = .task  // nothing pending: the machine skips it
         }
         guard let generation = record.state.startAllowed(kind: kind, counters: &counters) else { return }
-        if let queue = record.options.limitQueue { takePlace(record, generation: generation, in: queue) }
+        if let queue = record.options.limitQueue, !joinsSharedRun {
+            takePlace(record, generation: generation, in: queue)
+        }
         let body = record.pendingAction.take()!
         if hasRunSideTables { noteBodyToRunAgain(record, generation: generation, body: body) }
         if trace != nil { traceStart(record, generation, body) }
@@ -92,7 +96,7 @@ extension RegistryCore {
         case .task(let action):
             startTask(record, generation: generation, action)
         case .keyedTask(let action):
-            if record.options.values.sharesRuns {
+            if record.options.values.sharesRuns && !(record.identity is NoIdentity) {
                 startShared(record, generation: generation, action)
             } else {
                 startKeyedTask(record, generation: generation, action)

@@ -87,13 +87,6 @@ extension TaskStateMachine {
             run = nil
         case .running(let current):
             run = current
-        case .waiting(.retrying):
-            // The generation waiting to be tried again has run: it ends cancelled, as its run
-            // would have been, not coalesced.
-            counters.cancelled &+= 1
-            counters.liveGenerations &-= 1
-            effects.endedPending = PhaseChange(generation: generation &- 1, phase: .cancelled(.identityChanged))
-            run = nil
         case .waiting(let waiting):
             supersedePending(
                 wasThrottled: waiting.isThrottled, wasLimited: waiting.isStartLimited, into: &effects,

@@ -4,15 +4,22 @@ import TaskLoopCore
 extension TaskStateMachine {
     // MARK: - Steps shared by events
 
-    /// A pending generation ends superseded by a newer declaration: it never runs.
+    /// A pending generation ends superseded by a newer declaration: it never runs. One that
+    /// ran before (a failed run waiting to be tried again, or on its way to its next attempt)
+    /// ends as its run would have, cancelled for the new identity, not coalesced.
     @inline(__always)
     mutating func supersedePending(
         wasThrottled: Bool, wasLimited: Bool = false, into effects: inout Effects, counters: inout RegistryCounters
     ) {
         effects.stopThrottleTimer = wasThrottled
         if wasLimited { counters.queueLength &-= 1 }
-        counters.coalesced &+= 1
         counters.liveGenerations &-= 1
+        if hasStarted && runGeneration == generation &- 1 {
+            counters.cancelled &+= 1
+            effects.endedPending = PhaseChange(generation: generation &- 1, phase: .cancelled(.identityChanged))
+            return
+        }
+        counters.coalesced &+= 1
         effects.endedPending = PhaseChange(generation: generation &- 1, phase: .cancelled(.supersededByPolicy))
     }
 

@@ -175,7 +175,10 @@ extension TaskRegistry {
                 body: tracker.makeBody(value, run), observed: true)
             return
         }
-        guard !identitiesEqual(existing.identity, value) else {
+        let stale =
+            core.hasRunSideTables
+            && existing.options.staleAfterNanoseconds.map { core.isStale(existing, staleAfter: $0) } == true
+        guard stale || !identitiesEqual(existing.identity, value) else {
             // Counted as an unchanged declaration; no run body is made for it.
             core.declare(existing, isNew: false, identity: value, options: existing.options, body: unchangedBody)
             return
@@ -213,6 +216,7 @@ extension TaskRegistry {
         values.progressDelay = nil
         values.timeout = nil
         values.rareNumber = 0
+        values.limitBits = 0
         values.synchronousDelay = .zero
         apply(
             tracker.key, name: tracker.name, identity: value, values: values,

@@ -197,7 +197,7 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
     ///     same identity again once the run has ended, and this long has passed since, runs it
     ///     again (a new generation). nil (the default): the same identity never reruns.
     ///   - refreshEvery: run the current identity again this long after each run ends (it
-    ///     finished, failed, or timed out), as a new generation, like a poller per key, until a
+    ///     finished, failed, timed out, or was cancelled by its own action), as a new generation, like a poller per key, until a
     ///     new identity replaces it or the task is removed or cancelled. nil (the default): never.
     ///   - executor: where the action runs: the registry's loop (the default), `.global` for
     ///     actions that compute, or any `TaskExecutor` (see `ActionExecutor`). The bookkeeping

@@ -42,7 +42,8 @@ public final class TaskTemplate<Key: Hashable & Sendable>: Sendable {
     ///     (`commit(result:)`) as if the run were its own; `commit { }` runs its body once
     ///     while any slot in the run is current (`context.keys(as:)` lists them). A slot that
     ///     moves on leaves the run, which is cancelled only when the last slot has left. Each
-    ///     slot's phase stays its own. Default false.
+    ///     slot's phase stays its own. A joining slot takes no place of a concurrency limit.
+    ///     Only declarations with an `id:` share, within one registry (one shard). Default false.
     ///   - executor: where the action runs (see `ActionExecutor`).
     ///   - action: the work, given the slot's key and the run's context.
     /// - Throws: `RegistryError.invalidDuration` for a negative duration or a `timeout` under a nanosecond.
