@@ -19,25 +19,45 @@ extension RegistryCore {
     }
 
     /// Applies one declaration to `record` (new when `isNew`): SwiftUI's rule, then the policy.
-    /// `again`: run the same identity again (a refresh), as a new generation.
     @usableFromInline
     func declare(
         _ record: AnyTaskRecord, isNew: Bool, identity: consuming any Hashable & Sendable, options: TaskOptions,
-        body: RunBody, again: Bool = false
+        body: RunBody
     ) {
-        guard
-            isNew || again || !identitiesEqual(record.identity, identity)
-                || (hasRunSideTables && options.staleAfterNanoseconds.map { isStale(record, staleAfter: $0) } == true)
-        else {
+        guard isNew || !identitiesEqual(record.identity, identity) else {
+            // An equal identity changes nothing, unless its last run's outcome is stale: then
+            // it runs again (decided apart, so that `identity` is not held across the check).
+            if hasRunSideTables && isStale(record, options) {
+                adopt(options, for: record)
+                beginGeneration(record, options: options, body: body)
+                return
+            }
             _ = record.state.declare(changed: false, debounce: 0, gate: .unused, counters: &counters)
             return
         }
         record.identity = identity
+        adopt(options, for: record)
+        beginGeneration(record, options: options, body: body)
+    }
+
+    /// `record` takes a declaration's `options`.
+    @inline(__always)
+    func adopt(_ options: TaskOptions, for record: AnyTaskRecord) {
         if record.options !== options {
             // Its window, if open, belongs to the old delay's list.
             record.options.debounceWindows?.remove(record)
             record.options = options
         }
+    }
+
+    /// `record`'s identity runs again as a new generation (a refresh), with `body`.
+    func declareAgain(_ record: AnyTaskRecord, body: RunBody) {
+        beginGeneration(record, options: record.options, body: body)
+    }
+
+    /// A declaration's new generation of `record`, whose identity and options are set.
+    @inline(__always)
+    func beginGeneration(_ record: AnyTaskRecord, options: TaskOptions, body: RunBody) {
         record.pendingAction = body
         if record.state.phase == .failed { failures[ObjectIdentifier(record)] = nil }
         let now: UInt64? = options.debounceNanoseconds > 0 ? unretainedLoop.now.nanoseconds : nil

@@ -36,14 +36,26 @@ extension RegistryCore {
         // Off the loop thread only after the loop shut down: the loop's remaining jobs and the
         // door's then run one at a time on the threads that enqueue them.
         assert(unretainedLoop.inLoop || isShutDown, "BUG DETECTED: a run ended off its registry's loop thread")
-        // A shared run's task ended: the run of every slot it served ends (each found once:
-        // `endingSharedRun` takes them out of the tables).
         if !sharedRunOf.isEmpty, let shared = endingSharedRun(record, generation: generation) {
-            for member in shared.members + shared.departed {
-                runEnded(member.record, generation: member.generation, failure: failure)
-            }
+            endSharedRun(shared, failure: failure)
             return
         }
+        endRun(record, generation: generation, failure: failure)
+    }
+
+    /// A shared run's task ended: the run of every slot it served ends. Out of line, and not
+    /// through `runEnded` (a recursive `runEnded` kept the state machine's event from being
+    /// inlined into it: 42 instructions per W1 change).
+    @inline(never)
+    func endSharedRun(_ shared: SharedRun, failure: (any Error)?) {
+        for member in shared.members + shared.departed {
+            endRun(member.record, generation: member.generation, failure: failure)
+        }
+    }
+
+    /// `runEnded` for one slot's run.
+    @inline(__always)
+    func endRun(_ record: AnyTaskRecord, generation: UInt64, failure: (any Error)?) {
         let outcome: TaskStateMachine.Outcome
         switch failure {
         case nil: outcome = .finished

@@ -84,14 +84,16 @@ extension RegistryCore {
             let body = state.body, !record.state.isRemoved, record.state.pending == .none, record.state.run == nil,
             record.state.generation == state.generation
         else { return }
-        declare(record, isNew: false, identity: record.identity, options: record.options, body: body, again: true)
+        declareAgain(record, body: body)
     }
 
-    /// Whether declaring `record`'s identity again now runs it again: its last run ended at
-    /// least `staleAfter` ago, and nothing is pending or running.
+    /// Whether declaring `record`'s identity again now, with `options`, runs it again: they
+    /// have `staleAfter`, its last run ended at least that long ago, and nothing is pending or
+    /// running.
     @inline(never)
-    func isStale(_ record: AnyTaskRecord, staleAfter: UInt64) -> Bool {
-        guard let state = refreshes[ObjectIdentifier(record)], let endedAt = state.endedAt,
+    func isStale(_ record: AnyTaskRecord, _ options: TaskOptions) -> Bool {
+        guard let staleAfter = options.staleAfterNanoseconds, let state = refreshes[ObjectIdentifier(record)],
+            let endedAt = state.endedAt,
             record.state.generation == state.generation, record.state.pending == .none, record.state.run == nil
         else { return false }
         return unretainedLoop.now.nanoseconds &- endedAt >= staleAfter

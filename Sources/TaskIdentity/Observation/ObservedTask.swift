@@ -175,9 +175,7 @@ extension TaskRegistry {
                 body: tracker.makeBody(value, run), observed: true)
             return
         }
-        let stale =
-            core.hasRunSideTables
-            && existing.options.staleAfterNanoseconds.map { core.isStale(existing, staleAfter: $0) } == true
+        let stale = core.hasRunSideTables && core.isStale(existing, existing.options)
         guard stale || !identitiesEqual(existing.identity, value) else {
             // Counted as an unchanged declaration; no run body is made for it.
             core.declare(existing, isNew: false, identity: value, options: existing.options, body: unchangedBody)
