@@ -88,29 +88,16 @@ struct BackendBench: ParsableCommand {
         let strategy = try Runner(impl, world: world)
         let measurement = Measurement()
         let drainLimit = UInt64(drainSeconds) * 1_000_000_000
+        let lastAt = events.last?.at ?? 0
         try runOnLoop(loop) { done in
-            let start = monotonicNanoseconds()
-            world.start = start
-            var next = 0
-            let box = TimerBox()
-            box.timer = try! loop.makeUVTimer {
-                let now = monotonicNanoseconds() &- start
-                while next < events.count, events[next].at <= now {
-                    let event = events[next]
-                    next += 1
+            replaySchedule(
+                on: loop, count: events.count, at: { events[$0].at },
+                fire: { index, start in
                     // From the keystroke's planned time: a late driver shows up as latency.
-                    strategy.keystroke(event.typist, at: start &+ event.at)
-                }
-                let typed = next == events.count
-                if typed && (world.unanswered == 0 || now > events.last!.at &+ drainLimit) {
-                    box.timer?.close()
-                    box.timer = nil
-                    strategy.stop { done() }
-                } else {
-                    try! box.timer?.start(after: .milliseconds(1))
-                }
-            }
-            try! box.timer!.start(after: .zero)
+                    strategy.keystroke(events[index].typist, at: start &+ events[index].at)
+                },
+                until: { now in world.unanswered == 0 || now > lastAt &+ drainLimit },
+                then: { strategy.stop { done() } })
         }
         let cpu = measurement.cpuSeconds
         var report = RunReport()
@@ -176,8 +163,6 @@ final class BackendWorld: @unchecked Sendable {
     let loop: UVLoop
     let places: Int
     let search: Duration
-    /// When the run started (monotonic nanoseconds).
-    var start: UInt64 = 0
     /// Each typist's latest query (a number), when it was typed, and whether it was answered.
     var latestQuery: [Int]
     var latestAt: [UInt64]

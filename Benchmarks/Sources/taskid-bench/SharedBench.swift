@@ -80,29 +80,24 @@ struct SharedBench: ParsableCommand {
         let live = LiveTasks()
         let measurement = Measurement()
         try runOnLoop(loop) { done in
-            let start = monotonicNanoseconds()
-            var next = 0
-            let box = TimerBox()
-            box.timer = try! loop.makeUVTimer {
-                let now = monotonicNanoseconds() &- start
-                while next < events.count, events[next].at <= now {
-                    let event = events[next]
-                    next += 1
+            replaySchedule(
+                on: loop, count: events.count, at: { events[$0].at },
+                fire: { index, _ in
+                    let event = events[index]
                     if let registry {
                         try! registry.task(event.slot, id: event.query, template: template)
-                    } else {
-                        tasks.value[event.slot]?.cancel()
-                        live.started()
-                        tasks.value[event.slot] = Task(executorPreference: loop) {
-                            defer { live.ended() }
-                            do { try await backend.serve(event.query) } catch { return }
-                            if !Task.isCancelled { backend.answers += 1 }
-                        }
+                        return
                     }
-                }
-                if next == events.count && backend.inFlightNow == 0 {
-                    box.timer?.close()
-                    box.timer = nil
+                    tasks.value[event.slot]?.cancel()
+                    live.started()
+                    tasks.value[event.slot] = Task(executorPreference: loop) {
+                        defer { live.ended() }
+                        do { try await backend.serve(event.query) } catch { return }
+                        if !Task.isCancelled { backend.answers += 1 }
+                    }
+                },
+                until: { _ in backend.inFlightNow == 0 },
+                then: {
                     if let registry {
                         Task(executorPreference: loop) {
                             await registry.shutdown()
@@ -111,11 +106,7 @@ struct SharedBench: ParsableCommand {
                     } else {
                         pollOnLoop(loop, until: { live.count == 0 }, then: done)
                     }
-                } else {
-                    try! box.timer?.start(after: .milliseconds(1))
-                }
-            }
-            try! box.timer!.start(after: .zero)
+                })
         }
         var report = RunReport()
         report.add("impl", impl.rawValue)

@@ -120,6 +120,34 @@ func pollOnLoop(
     try! box.timer!.start(after: .zero)
 }
 
+/// Replays a schedule of `count` events on the loop, from now (`start`, monotonic nanoseconds):
+/// every millisecond, `fire(i, start)` for each event `i` whose time `at(i)` (nanoseconds after
+/// the start) has come, in order. Once every event has fired and `isOver(now)` (nanoseconds
+/// after the start) says so, the replay stops and calls `finish`. Loop thread only.
+func replaySchedule(
+    on loop: UVLoop, count: Int, at: @escaping (Int) -> UInt64, fire: @escaping (Int, UInt64) -> Void,
+    until isOver: @escaping (UInt64) -> Bool, then finish: @escaping () -> Void
+) {
+    let start = monotonicNanoseconds()
+    var next = 0
+    let box = TimerBox()
+    box.timer = try! loop.makeUVTimer {
+        let now = monotonicNanoseconds() &- start
+        while next < count, at(next) <= now {
+            fire(next, start)
+            next += 1
+        }
+        if next == count && isOver(now) {
+            box.timer?.close()
+            box.timer = nil
+            finish()
+        } else {
+            try! box.timer?.start(after: .milliseconds(1))
+        }
+    }
+    try! box.timer!.start(after: .zero)
+}
+
 final class TimerBox: @unchecked Sendable {
     // @unchecked Sendable: the timer is created, started and fired on its loop thread only.
     var timer: UVTimer?

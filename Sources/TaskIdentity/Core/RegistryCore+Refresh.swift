@@ -61,17 +61,8 @@ extension RegistryCore {
         state.generation = ended.generation
         state.endedAt = now
         guard let every = record.options.refreshEveryNanoseconds else { return }
-        if state.timer == nil {
-            state.timer = try? loop.makeTimer { [weak self, weak record] in
-                guard let self, let record else { return }
-                self.refreshDue(record)
-            }
-        }
-        do {
-            guard let timer = state.timer else { throw LoopError(.shutDown, operation: "makeTimer") }
-            try timer.start(at: LoopInstant(nanoseconds: LoopInstant.nanoseconds(now, plus: every)))
-        } catch {
-            log.debug("task '\(record.name)': refresh timer refused (\(error)); the task is not refreshed")
+        armTaskTimer(&state.timer, of: record, at: LoopInstant.nanoseconds(now, plus: every), purpose: "refresh") {
+            core, record in core.refreshDue(record)
         }
     }
 

@@ -64,23 +64,12 @@ extension RegistryCore {
         }
         guard let state = retries[ObjectIdentifier(record)] else { return }
         record.pendingAction = state.body
-        if state.timer == nil {
-            state.timer = try? loop.makeTimer { [weak self, weak record] in
-                guard let self, let record else { return }
-                let wasHeld = record.state.pending
-                let due = record.state.pending == .retrying ? self.retryDeadlineWaitedFor(record) : 0
-                let effects = record.state.retryDue(
-                    deadline: due, gate: self.gate(record, now: self.loop.now.nanoseconds))
-                self.traceWindowClosed(record, wasHeld: wasHeld, effects)
-                self.carryOut(effects, on: record)
-            }
-        }
-        do {
-            guard let timer = state.timer else { throw LoopError(.shutDown, operation: "makeTimer") }
-            try timer.start(at: LoopInstant(nanoseconds: deadline))
-        } catch {
-            // Only a loop that is shutting down refuses; the registry's shutdown ends the task.
-            log.debug("task '\(record.name)': retry timer refused (\(error)); the task waits for shutdown")
+        armTaskTimer(&state.timer, of: record, at: deadline, purpose: "retry") { core, record in
+            let wasHeld = record.state.pending
+            let due = record.state.pending == .retrying ? core.retryDeadlineWaitedFor(record) : 0
+            let effects = record.state.retryDue(deadline: due, gate: core.gate(record, now: core.loop.now.nanoseconds))
+            core.traceWindowClosed(record, wasHeld: wasHeld, effects)
+            core.carryOut(effects, on: record)
         }
     }
 

@@ -49,21 +49,32 @@ extension RegistryCore {
 
     func armThrottle(_ record: AnyTaskRecord, until deadline: UInt64) {
         let state = throttleState(record)
-        if state.timer == nil {
-            state.timer = try? loop.makeTimer { [weak self, weak record] in
+        armTaskTimer(&state.timer, of: record, at: deadline, purpose: "throttle") { core, record in
+            let wasHeld = record.state.pending
+            let effects = record.state.throttleDue(gate: core.gate(record, now: core.loop.now.nanoseconds))
+            core.traceWindowClosed(record, wasHeld: wasHeld, effects)
+            core.carryOut(effects, on: record)
+        }
+    }
+
+    /// Starts a task's own timer (`timer`, made on first use to call `onFire` with the core and
+    /// the record, neither retained) for `deadline`. A loop that refuses is shutting down: the
+    /// registry's shutdown ends the task, so the refusal is only logged.
+    func armTaskTimer(
+        _ timer: inout (any LoopTimer)?, of record: AnyTaskRecord, at deadline: UInt64, purpose: String,
+        onFire: @escaping (RegistryCore, AnyTaskRecord) -> Void
+    ) {
+        if timer == nil {
+            timer = try? loop.makeTimer { [weak self, weak record] in
                 guard let self, let record else { return }
-                let wasHeld = record.state.pending
-                let effects = record.state.throttleDue(gate: self.gate(record, now: self.loop.now.nanoseconds))
-                self.traceWindowClosed(record, wasHeld: wasHeld, effects)
-                self.carryOut(effects, on: record)
+                onFire(self, record)
             }
         }
         do {
-            guard let timer = state.timer else { throw LoopError(.shutDown, operation: "makeTimer") }
+            guard let timer else { throw LoopError(.shutDown, operation: "makeTimer") }
             try timer.start(at: LoopInstant(nanoseconds: deadline))
         } catch {
-            // Only a loop that is shutting down refuses; the registry's shutdown ends the task.
-            log.debug("task '\(record.name)': throttle timer refused (\(error)); the task waits for shutdown")
+            log.debug("task '\(record.name)': \(purpose) timer refused (\(error)); the task waits for shutdown")
         }
     }
 
