@@ -71,10 +71,8 @@ public struct TaskSnapshot: Sendable, CustomStringConvertible {
     /// type. May be called from any thread.
     public func result<Value>(as type: Value.Type) -> Value? { result as? Value }
 
-    /// `generation N: phase`, with `(progress)` while the progress signal is on, and what a
-    /// generation not started waits for (`waiting for concurrencyLimit`).
+    /// `generation N: phase`, with `(progress)` while the progress signal is on.
     public var description: String {
         "generation \(generation): \(phase)" + (showsProgress ? " (progress)" : "")
-            + (waitReason.map { " for \($0)" } ?? "")
     }
 }
