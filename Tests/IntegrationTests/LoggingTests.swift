@@ -112,6 +112,72 @@
         }
     }
 
+    /// A log handler that keeps each line's message and its metadata, its metadata provider's
+    /// included, as swift-log's own handlers merge them.
+    private struct MetadataCapturingHandler: LogHandler {
+        let lines: CapturedMetadata
+        var logLevel: Logger.Level = .trace
+        var metadata: Logger.Metadata = [:]
+        var metadataProvider: Logger.MetadataProvider?
+
+        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+            get { metadata[key] }
+            set { metadata[key] = newValue }
+        }
+
+        func log(event: LogEvent) {
+            var all = metadata
+            all.merge(metadataProvider?.get() ?? [:]) { _, provided in provided }
+            all.merge(event.metadata ?? [:]) { _, explicit in explicit }
+            lines.append("\(event.message)", all)
+        }
+    }
+
+    /// Lines with their metadata, from any thread.
+    final class CapturedMetadata: Sendable {
+        private let lines = Mutex<[(message: String, metadata: Logger.Metadata)]>([])
+        func append(_ message: String, _ metadata: Logger.Metadata) {
+            lines.withLock { $0.append((message, metadata)) }
+        }
+        func metadata(of message: String) -> [String: String]? {
+            lines.withLock { lines in
+                lines.first { $0.message == message }.map { $0.metadata.mapValues { "\($0)" } }
+            }
+        }
+    }
+
+    @Suite("Logging trait: the run's key, task name and generation in every log line inside it")
+    struct RunLogMetadataTests {
+        @Test func aLineInsideARunAndItsChildTasksSaysWhichRun() async throws {
+            let captured = CapturedMetadata()
+            // As `LoggingSystem.bootstrap(_:metadataProvider: .taskIdentity)` would make it.
+            let logger = Logger(label: "app") { _ in
+                MetadataCapturingHandler(lines: captured, metadataProvider: .taskIdentity)
+            }
+            let loop = UVLoop(name: "run-metadata")
+            try loop.start()
+            let registry = TaskRegistry<String>(loop: loop)
+            try registry.task("user:1", name: "search", id: 1) { _ in }
+            try registry.task("user:1", name: "search", id: 2) { _ in
+                logger.info("in the action")
+                await withTaskGroup(of: Void.self) { group in
+                    group.addTask { logger.info("in a child task") }
+                }
+            }
+            await registry.flush()
+            while try await registry.snapshot(of: "user:1", name: "search")?.phase.isFinal != true {
+                await Task.yield()
+            }
+            logger.info("outside")
+            let expected = ["task.key": "user:1", "task.name": "search", "task.generation": "2"]
+            #expect(captured.metadata(of: "in the action") == expected)
+            #expect(captured.metadata(of: "in a child task") == expected)
+            #expect(captured.metadata(of: "outside") == [:])
+            await registry.shutdown()
+            try loop.syncShutdown()
+        }
+    }
+
     @Suite("Logging trait: a UVLoop's life and what it would otherwise swallow")
     struct LoopLoggingTests {
         @Test func startAndShutdownAreLoggedAtDebug() async throws {
