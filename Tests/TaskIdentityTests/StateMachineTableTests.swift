@@ -115,8 +115,7 @@ enum StateName: String, CaseIterable, Sendable {
                 generation: 1, runGeneration: 0, pending: .startLimited, run: .none, phase: .waiting)
         case .retrying:
             return M.testState(
-                generation: 1, runGeneration: 1, pending: .retrying, run: .none, hasStarted: true,
-                debounceDeadline: 100, phase: .waiting)
+                generation: 1, runGeneration: 1, pending: .retrying, run: .none, hasStarted: true, phase: .waiting)
         case .supersededInQueue:
             return M.testState(
                 generation: 2, runGeneration: 0, pending: .debouncing, run: .none, inStartQueue: true,
@@ -232,7 +231,7 @@ enum EventName: String, CaseIterable, Sendable {
             machine.admitted(counters: &counters)
             return ""
         case .retryDue:
-            return describe(machine.retryDue(deadline: 100, gate: due))
+            return describe(machine.retryDue(gate: due))
         case .runFailedRetrying:
             return describe(
                 machine.runEnded(
@@ -348,7 +347,7 @@ extension TaskStateMachine {
         case (false, nil, nil, .none): state.stage = .quiet
         case (false, nil, nil, .startQueued): state.stage = .waiting(.startQueued)
         case (false, nil, nil, .startLimited): state.stage = .waiting(.startLimited)
-        case (false, nil, nil, .retrying): state.stage = .waiting(.retrying(deadline: debounceDeadline))
+        case (false, nil, nil, .retrying): state.stage = .waiting(.retrying)
         case (false, nil, let held?, _): state.stage = .waiting(.held(held))
         case (false, let active?, nil, .none): state.stage = .running(active)
         case (false, let active?, let held?, _): state.stage = .heldBesideRun(held, active)

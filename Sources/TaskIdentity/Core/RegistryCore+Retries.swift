@@ -66,17 +66,10 @@ extension RegistryCore {
         record.pendingAction = state.body
         armTaskTimer(&state.timer, of: record, at: deadline, purpose: "retry") { core, record in
             let wasHeld = record.state.pending
-            let due = record.state.pending == .retrying ? core.retryDeadlineWaitedFor(record) : 0
-            let effects = record.state.retryDue(deadline: due, gate: core.gate(record, now: core.loop.now.nanoseconds))
+            let effects = record.state.retryDue(gate: core.gate(record, now: core.loop.now.nanoseconds))
             core.traceWindowClosed(record, wasHeld: wasHeld, effects)
             core.carryOut(effects, on: record)
         }
-    }
-
-    /// The deadline the retrying generation of `record` waits for.
-    func retryDeadlineWaitedFor(_ record: AnyTaskRecord) -> UInt64 {
-        if case .waiting(.retrying(let deadline)) = record.state.stage { return deadline }
-        return 0
     }
 
     /// The retry state of `record` goes (its generation ended, or a new one began), with its

@@ -81,9 +81,12 @@ extension RegistryCore {
     /// Starts the queued generation of `record`, unless it has moved on or must wait in its
     /// concurrency limit's queue; `admitted` when it comes from the head of that queue.
     func start(_ record: AnyTaskRecord, admitted: Bool = false) {
-        // A slot that joins a shared run calls no action: it takes no place of a limit.
-        let joinsSharedRun = record.options.values.sharesRuns && sharedRunToJoin(record) != nil
-        if let queue = record.options.limitQueue, !admitted, !joinsSharedRun, waitsForLimit(record, queue) { return }
+        // A slot that joins a shared run calls no action: it takes no place of a limit. (Looked
+        // up only under a limit, and again when it joins: a run carried through this function
+        // cost W1 about 10 instructions a change.)
+        let limitQueue = record.options.limitQueue
+        let joinsSharedRun = limitQueue != nil && record.options.values.sharesRuns && sharedRunToJoin(record) != nil
+        if let queue = limitQueue, !admitted, !joinsSharedRun, waitsForLimit(record, queue) { return }
         let kind: TaskStateMachine.ActiveKind
         switch record.pendingAction {
         case .task?, .keyedTask?: kind = .task
@@ -91,7 +94,7 @@ extension RegistryCore {
         case nil: kind = .task  // nothing pending: the machine skips it
         }
         guard let generation = record.state.startAllowed(kind: kind, counters: &counters) else { return }
-        if let queue = record.options.limitQueue, !joinsSharedRun {
+        if let queue = limitQueue, !joinsSharedRun {
             takePlace(record, generation: generation, in: queue)
         }
         let body = record.pendingAction.take()!

@@ -127,13 +127,12 @@ extension TaskStateMachine {
         return effects
     }
 
-    /// The retry timer fired. Stale unless the generation still waits to be tried again at
-    /// that deadline; it then goes through the start gate, as any pending generation.
-    mutating func retryDue(deadline: UInt64, gate: StartGate) -> Effects {
+    /// The retry timer fired. Stale unless the generation still waits to be tried again (the
+    /// timer is the task's own, re-armed for each wait); it then goes through the start gate,
+    /// as any pending generation.
+    mutating func retryDue(gate: StartGate) -> Effects {
         var effects = Effects()
-        if case .waiting(.retrying(let waitingFor)) = stage, waitingFor == deadline {
-            advancePending(beside: nil, gate, into: &effects)
-        }
+        if case .waiting(.retrying) = stage { advancePending(beside: nil, gate, into: &effects) }
         return effects
     }
 
@@ -237,7 +236,7 @@ extension TaskStateMachine {
         }
         if let current = run, runGeneration == generation, retryAt != 0, case .failed = outcome, held == nil {
             check(current.kind != .synchronousDelayed, "runEnded")
-            stage = .waiting(.retrying(deadline: retryAt))
+            stage = .waiting(.retrying)
             effects.dropTask = true
             counters.retries &+= 1
             phase = .waiting

@@ -69,9 +69,9 @@ struct TaskStateMachine: Sendable, CustomStringConvertible {
         case startQueued
         /// Waits in its concurrency limit's queue (`ConcurrencyLimit`) for a run to end.
         case startLimited
-        /// Its run failed, and it waits until `deadline` (loop nanoseconds) to be tried again
+        /// Its run failed, and it waits for its task's retry timer to be tried again
         /// (`RetryPolicy`). Never beside a run: only the latest generation's run is retried.
-        case retrying(deadline: UInt64)
+        case retrying
 
         /// A pattern, not `==`: the synthesized `==` of an enum with payloads is a call.
         var isThrottled: Bool {
