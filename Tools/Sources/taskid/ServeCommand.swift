@@ -33,24 +33,33 @@ struct ServeCommand: AsyncParsableCommand {
             valueName: "FILE"))
     var trace: String?
 
-    @Option(help: "Each shard's trace ring, in events (older ones are dropped and counted).")
-    var traceCapacity = RegistryTrace.defaultCapacity
+    @Option(
+        parsing: .unconditional,
+        help: ArgumentHelp(
+            "With --trace: each shard's trace ring, in events (older ones are dropped and counted). Default: \(RegistryTrace.defaultCapacity)."
+        ))
+    var traceCapacity: Int?
 
     @Option(
+        parsing: .unconditional,
         help: """
             Port (0 picks a free one; the ready line tells which). Default: 6380, or in a \
             cluster the node's port in --cluster-config.
             """)
     var port: Int?
 
-    @Option(help: "Event loops (registry shards), one thread each (1...64).")
+    @Option(
+        parsing: .unconditional, help: "Event loops (registry shards), one thread each (1...64).")
     var loops = 1
 
-    @Option(name: .customLong("debounce-ms"), help: "Debounce window of every SET, in milliseconds.")
+    @Option(
+        name: .customLong("debounce-ms"), parsing: .unconditional,
+        help: "Debounce window of every SET, in milliseconds.")
     var debounceMilliseconds = 0
 
     @Option(
         name: .customLong("timeout-ms"),
+        parsing: .unconditional,
         help: ArgumentHelp(
             "Time limit of every run, in milliseconds (0: none).",
             discussion: """
@@ -62,6 +71,7 @@ struct ServeCommand: AsyncParsableCommand {
 
     @Option(
         name: .customLong("max-running"),
+        parsing: .unconditional,
         help: ArgumentHelp(
             "Runs at once on each loop, at most (0: no limit).",
             discussion: """
@@ -86,16 +96,21 @@ struct ServeCommand: AsyncParsableCommand {
     )
     var work = ServerWork.sleep(milliseconds: 10)
 
-    @Option(help: "Connections served at once.")
+    @Option(
+        parsing: .unconditional, help: "Connections served at once.")
     var maxClients = 10_000
 
-    @Option(help: "Largest request accepted, in bytes (Redis's proto-max-bulk-len).")
+    @Option(
+        parsing: .unconditional, help: "Largest request accepted, in bytes (Redis's proto-max-bulk-len).")
     var maxRequestBytes = RESPLimits.defaultMaxRequestBytes
 
-    @Option(help: "Most arguments one request may have, its command name included (Redis's limit).")
+    @Option(
+        parsing: .unconditional, help: "Most arguments one request may have, its command name included (Redis's limit)."
+    )
     var maxArguments = RESPLimits.defaultMaxArguments
 
     @Option(
+        parsing: .unconditional,
         help: """
             Most bytes one client's MULTI queue may hold (its commands' bytes plus 4 per argument \
             and per command); a command past it is refused and EXEC aborts.
@@ -104,16 +119,22 @@ struct ServeCommand: AsyncParsableCommand {
 
     @Option(
         name: .customLong("drain-timeout-ms"),
+        parsing: .unconditional,
         help: "On SIGTERM/SIGINT, how long to wait for clients to take the replies they are owed.")
     var drainTimeoutMilliseconds = 5_000
 
-    @Option(name: .customLong("upstream-connect-timeout-ms"), help: "--work upstream: time-out for connecting.")
+    @Option(
+        name: .customLong("upstream-connect-timeout-ms"), parsing: .unconditional,
+        help: "--work upstream: time-out for connecting.")
     var upstreamConnectTimeoutMilliseconds = 1_000
 
-    @Option(name: .customLong("upstream-reply-timeout-ms"), help: "--work upstream: time-out for the reply.")
+    @Option(
+        name: .customLong("upstream-reply-timeout-ms"), parsing: .unconditional,
+        help: "--work upstream: time-out for the reply.")
     var upstreamReplyTimeoutMilliseconds = 5_000
 
-    @Option(help: "--work upstream: most upstream connections open at once, over all loops.")
+    @Option(
+        parsing: .unconditional, help: "--work upstream: most upstream connections open at once, over all loops.")
     var upstreamMaxConnections = 256
 
     @Option(
@@ -134,7 +155,10 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "Least severe log message written to standard error.")
     var logLevel = LogLevelArgument.info
 
-    /// Refuses values out of range, with the option's name and its range.
+    /// Refuses values out of range, with the option's name and its range, and a `--trace` file
+    /// that could not be written at shutdown (see `TraceFileTarget`). Integer options take the
+    /// next word whatever it is, so that `--loops -1` is refused as out of range rather than
+    /// read as a missing value.
     func validate() throws {
         func check(_ option: String, _ value: Int, in range: ClosedRange<Int>) throws {
             guard range.contains(value) else {
@@ -156,7 +180,16 @@ struct ServeCommand: AsyncParsableCommand {
         try check("--upstream-connect-timeout-ms", upstreamConnectTimeoutMilliseconds, in: 1...3_600_000)
         try check("--upstream-reply-timeout-ms", upstreamReplyTimeoutMilliseconds, in: 1...3_600_000)
         try check("--upstream-max-connections", upstreamMaxConnections, in: 1...1_000_000)
-        try check("--trace-capacity", traceCapacity, in: RegistryServer.traceCapacities)
+        if let traceCapacity {
+            guard trace != nil else {
+                throw ValidationError(
+                    "--trace-capacity needs --trace (TASK.TRACE START takes a capacity of its own)")
+            }
+            try check("--trace-capacity", traceCapacity, in: RegistryServer.traceCapacities)
+        }
+        if let trace {
+            do { try TraceFileTarget.check(trace) } catch { throw ValidationError("\(error)") }
+        }
     }
 
     /// The cluster the options name, read from its file: nil without `--cluster-config`. Any
@@ -208,7 +241,7 @@ struct ServeCommand: AsyncParsableCommand {
             configuration.upstreamReplyTimeoutMilliseconds = upstreamReplyTimeoutMilliseconds
             configuration.upstreamMaxConnections = upstreamMaxConnections
             configuration.tracePath = trace
-            configuration.traceCapacity = traceCapacity
+            configuration.traceCapacity = traceCapacity ?? RegistryTrace.defaultCapacity
             return configuration
         }
     }

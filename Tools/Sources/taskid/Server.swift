@@ -146,8 +146,8 @@ final class RegistryServer: Sendable {
             for client in self.front.value.clients.values { client.connection.stopReading() }
             return self.front.value.clients.values.map(\.task)
         }.value
-        let report = await drain(tasks, within: drainTimeout)
-        await finishStopping(tasks)
+        var report = await drain(tasks, within: drainTimeout)
+        report.traceFailure = await finishStopping(tasks)
         return report
     }
 
@@ -189,8 +189,9 @@ final class RegistryServer: Sendable {
         }
     }
 
-    /// After the drain: every task ended, every registry and loop shut down. Any task; once.
-    private func finishStopping(_ tasks: [Task<Void, Never>]) async {
+    /// After the drain: every task ended, every registry and loop shut down, the `--trace` file
+    /// written. Returns why that file could not be written, if it could not. Any task; once.
+    private func finishStopping(_ tasks: [Task<Void, Never>]) async -> String? {
         for task in tasks { await task.value }
         if let acceptTask = await Task(executorPreference: frontLoop, operation: { self.front.value.acceptTask }).value
         {
@@ -198,26 +199,31 @@ final class RegistryServer: Sendable {
         }
         await registry.shutdown()
         // After the shutdown, so that the trace ends with it; the loops still run.
-        if let path = configuration.tracePath { await writeTrace(to: path) }
+        let traceFailure: String?
+        if let path = configuration.tracePath { traceFailure = await writeTrace(to: path) } else { traceFailure = nil }
         await group.shutdown()
+        return traceFailure
     }
 
-    /// `--trace FILE`: every shard's trace, merged, to `path`; a failure is logged, not thrown
-    /// (the server is stopping either way). Any task.
-    private func writeTrace(to path: String) async {
+    /// `--trace FILE`: every shard's trace, merged, to `path`. A failure is logged and returned,
+    /// not thrown (the server stops either way, and then exits 1). Nothing recording (a client
+    /// ended it with TASK.TRACE STOP) is not a failure. Any task.
+    private func writeTrace(to path: String) async -> String? {
         do {
             guard let trace = try await registry.stopTrace() else {
                 logger.warning(
                     "trace not written: nothing was recording (TASK.TRACE STOP ended it)", metadata: ["path": "\(path)"]
                 )
-                return
+                return nil
             }
             try trace.write(toFile: path)
             logger.info(
                 "trace written",
                 metadata: ["path": "\(path)", "events": "\(trace.eventCount)", "dropped": "\(trace.droppedEvents)"])
+            return nil
         } catch {
             logger.error("trace not written", metadata: ["path": "\(path)", "error": "\(error)"])
+            return "\(error)"
         }
     }
 
@@ -348,6 +354,9 @@ struct DrainReport: Sendable, Equatable {
     var droppedClients = 0
     /// Reply bytes those clients were owed and did not get.
     var droppedBytes = 0
+    /// Why the `--trace` file could not be written at the end of the stop; nil when it was, or
+    /// when there was none to write.
+    var traceFailure: String?
 
     /// Whether every reply owed was delivered.
     var isComplete: Bool { droppedClients == 0 }

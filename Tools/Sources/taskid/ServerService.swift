@@ -22,7 +22,8 @@ struct ServerService: Service {
     /// a SIGTERM would shut down gracefully rather than kill the process.
     /// - Throws: `LoopError` when the loops cannot start or the port cannot be bound (logged;
     ///   the server is shut down first); the `DrainReport` of a stop whose drain timed out with
-    ///   replies undelivered (logged), so that `taskid serve` exits 1.
+    ///   replies undelivered, or whose `--trace` file could not be written (logged), so that
+    ///   `taskid serve` exits 1.
     func run() async throws {
         let server: RegistryServer
         do {
@@ -59,9 +60,14 @@ struct ServerService: Service {
             )
             throw report
         }
+        if report.traceFailure != nil {
+            logger.error("stopped; every reply delivered, but the --trace file was not written")
+            throw report
+        }
         logger.info("stopped; every reply delivered (\(report.clients) clients)")
     }
 }
 
-/// A stop whose drain timed out is an error of the service: `taskid serve` then exits 1.
+/// A stop whose drain timed out, or whose trace file was not written, is an error of the
+/// service: `taskid serve` then exits 1.
 extension DrainReport: Error {}

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 import Testing
 
 @testable import taskid
@@ -64,12 +65,44 @@ struct CommandLineTests {
         (["--log-level", "loud"], "The value 'loud' is invalid for '--log-level <log-level>'"),
         (["--bogus", "1"], "Unknown option '--bogus'"),
         (["--port"], "Missing value for '--port <port>'"),
+        (["--loops", "-1"], "--loops takes an integer in 1...64, got '-1'"),
+        (["--trace-capacity", "100"], "--trace-capacity needs --trace"),
+        (
+            ["--trace", "/tmp/taskid-cli-trace.json", "--trace-capacity", "-1"],
+            "--trace-capacity takes an integer in 1..."
+        ),
+        (["--trace", ""], "--trace '' cannot be written: the path is empty"),
+        (["--trace", "/tmp"], "--trace '/tmp' cannot be written: not a regular file (a directory)"),
+        (["--trace", "/dev/full"], "--trace '/dev/full' cannot be written: not a regular file (a character device)"),
+        (
+            ["--trace", "/no/such/dir/t.json"],
+            "--trace '/no/such/dir/t.json' cannot be written: No such file or directory"
+        ),
+        (["--trace", "/proc/t.json"], "--trace '/proc/t.json' cannot be written: "),
     ])
     func badOptionsAreValidationErrors(arguments: [String], message: String) {
         let error = #expect(throws: (any Error).self) { try ServeCommand.parse(arguments) }
         guard let error else { return }
         #expect(ServeCommand.exitCode(for: error) == .validationFailure, "exit 64 for \(arguments)")
         #expect(ServeCommand.message(for: error).contains(message), "\(ServeCommand.message(for: error))")
+    }
+
+    @Test func aTraceFileThatCanBeWrittenIsAcceptedAndNotLeftBehind() throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("taskid-cli-\(getpid()).json").path
+        let command = try ServeCommand.parse(["--trace", path, "--trace-capacity", "64"])
+        #expect(try command.serverConfiguration.tracePath == path)
+        #expect(try command.serverConfiguration.traceCapacity == 64)
+        #expect(!FileManager.default.fileExists(atPath: path), "the check creates no file that stays")
+    }
+
+    @Test func aFIFOIsRefusedWithoutBlocking() throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("taskid-fifo-\(getpid())").path
+        #expect(mkfifo(path, 0o600) == 0)
+        defer { unlink(path) }
+        let error = #expect(throws: (any Error).self) { try ServeCommand.parse(["--trace", path]) }
+        #expect(
+            error.map { ServeCommand.message(for: $0) }
+                == "--trace '\(path)' cannot be written: not a regular file (a FIFO)")
     }
 
     @Test func anUnknownCommandOrNoCommandIsBadUsage() async throws {

@@ -63,6 +63,22 @@ struct ProcessTests {
         #expect(await taskid.errorOutput().contains("stopped"))
     }
 
+    @Test func aTraceFileThatCannotBeWrittenAtTheEndExitsOne() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("taskid-trace-dir-\(getpid())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("t.json").path
+        let taskid = try TaskidProcess(["serve", "--port", "0", "--trace", path])
+        _ = try #require(await taskid.readLine(), "a ready line: the directory existed at start")
+        // Gone while the server runs: the write at shutdown fails.
+        try FileManager.default.removeItem(at: directory)
+        taskid.send(SIGTERM)
+        #expect(await taskid.exit() == (.exit, 1))
+        let log = await taskid.errorOutput()
+        #expect(log.contains("trace not written"), "\(log)")
+        #expect(log.contains("the --trace file was not written"), "\(log)")
+    }
+
     /// A free loopback port: bound to 0, read back, released.
     static func freePort() throws -> Int {
         let probe = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
