@@ -41,6 +41,11 @@ let package = Package(
                 "The TaskLoopNIO module's NIOTaskLoop: a TaskLoop on a SwiftNIO EventLoop, for registries on a NIO server's own loops."
         ),
         .trait(
+            name: "Tracing",
+            description:
+                "A swift-distributed-tracing span per run, a child of the trace context that declared it, with ServiceContext.current bound inside the action."
+        ),
+        .trait(
             name: "ObservationSPI",
             description:
                 "Observed identities hear of writes through Observation's underscored didSet interface (@_spi(SwiftUI): after the store, on the writing thread) instead of the public withObservationTracking(_:onChange:) (before the store, plus a hop to the loop). No stability promise: a toolchain update may break the build. See ObservationMechanism."
@@ -52,6 +57,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-metrics", from: "2.5.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.81.0"),
+        .package(url: "https://github.com/apple/swift-distributed-tracing", from: "1.7.0"),
         // Used only by `swift package generate-documentation` (scripts/docs); a consumer never
         // resolves it.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.4.0"),
@@ -89,6 +95,7 @@ let package = Package(
                 .product(
                     name: "ServiceLifecycle", package: "swift-service-lifecycle",
                     condition: .when(traits: ["ServiceLifecycle"])),
+                .product(name: "Tracing", package: "swift-distributed-tracing", condition: .when(traits: ["Tracing"])),
             ]
         ),
         // The SwiftNIO adaptor: a module of its own, so that neither the loop nor the registry
@@ -129,6 +136,9 @@ let package = Package(
                     condition: .when(traits: ["ServiceLifecycle"])),
                 .product(name: "NIOCore", package: "swift-nio", condition: .when(traits: ["NIO"])),
                 .product(name: "NIOPosix", package: "swift-nio", condition: .when(traits: ["NIO"])),
+                .product(name: "Tracing", package: "swift-distributed-tracing", condition: .when(traits: ["Tracing"])),
+                .product(
+                    name: "InMemoryTracing", package: "swift-distributed-tracing", condition: .when(traits: ["Tracing"])),
             ]
         ),
     ],

@@ -80,6 +80,12 @@ extension RegistryCore {
             if record.hasObservers { record.publish(generation: ended.generation, phase: .failed(failure!)) }
         }
         carryOut(effects, on: record, endedRun: generation)
+        #if Tracing
+            if let spans = runSpans {
+                let phase = effects.endedRun.map(\.phase)
+                spans.runEnded(record, generation: generation, failure: failure, phase: phase)
+            }
+        #endif
         if record.state.isRemoved { removedRecordRunEnded(record) }
         // A run that awaited shutdown from an unstructured task of its own may end first.
         if isShutDown && !runsAwaitingShutdown.isEmpty {

@@ -1,5 +1,9 @@
 import TaskLoopCore
 
+#if Tracing
+    import Tracing
+#endif
+
 // Starting runs: the start pass at the end of a turn, throttles, the run's Swift task (on the loop, for a template, or off the loop), synchronous runs.
 extension RegistryCore {
     /// Queues `record`'s pending run to start at the end of this loop turn. Several
@@ -106,6 +110,22 @@ extension RegistryCore {
             checkInvariants(record)
         #endif
         if let list = record.options.timeLimits { armTimeLimit(record, generation: generation, kind: kind, list) }
+        #if Tracing
+            if let spans = runSpans {
+                let attempt = record.options.retry != nil ? attempt(of: record, generation: generation) : nil
+                let context = spans.runStarting(
+                    record, generation: generation, attempt: attempt, isQueuedSynchronous: kind == .synchronousDelayed)
+                // Bound while the run's task is made: the task takes it with its task-locals.
+                ServiceContext.$current.withValue(context) { startBody(record, generation: generation, body) }
+                return
+            }
+        #endif
+        startBody(record, generation: generation, body)
+    }
+
+    /// Calls the synchronous action, or makes the run's task, of a run that has started.
+    @inline(__always)
+    func startBody(_ record: AnyTaskRecord, generation: UInt64, _ body: RunBody) {
         switch body {
         case .task(let action):
             startTask(record, generation: generation, action)

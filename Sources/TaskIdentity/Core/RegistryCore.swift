@@ -88,6 +88,12 @@ final class RegistryCore: @unchecked Sendable {
     /// loop thread only, read at every traced place and never held across a call
     /// (docs/safety.md).
     @exclusivity(unchecked) @usableFromInline var trace: TraceRecorder?
+    #if Tracing
+        /// The spans of the runs, when a tracer records them (`RegistryConfiguration.tracer`):
+        /// set at creation and never changed, so a declaring thread may read whether it is nil.
+        /// The object itself is loop thread only.
+        @usableFromInline let runSpans: RunSpans?
+    #endif
     #if Metrics
         /// The export `RegistryConfiguration.metrics` asked for, kept for the core's life.
         /// Loop thread only.
@@ -122,9 +128,12 @@ final class RegistryCore: @unchecked Sendable {
     @usableFromInline @inline(never)
     func logDebug(_ message: String) { log.debug(message) }
 
-    init(loop: any TaskLoop, log: LibraryLog, phaseStreams: AnyObject, defaultLimit: ConcurrencyLimit? = nil) {
-        self.log = log
-        self.defaultLimit = defaultLimit
+    init(loop: any TaskLoop, configuration: RegistryConfiguration, phaseStreams: AnyObject) {
+        self.log = configuration.log
+        self.defaultLimit = configuration.concurrencyLimit
+        #if Tracing
+            self.runSpans = RunSpans.make(for: configuration)
+        #endif
         self.phaseStreams = phaseStreams
         self.loop = loop
         self.unretainedLoop = loop

@@ -4,6 +4,9 @@
 #if Metrics
     import CoreMetrics
 #endif
+#if Tracing
+    import Tracing
+#endif
 
 /// Every registry-wide setting, in one value: what `TaskRegistry(loop:configuration:)` and
 /// `ShardedTaskRegistry(group:configuration:)` take. Per-task settings (debounce, priority,
@@ -79,6 +82,15 @@ public struct RegistryConfiguration: Sendable {
                 self.factory = factory
             }
         }
+    #endif
+
+    #if Tracing
+        /// The tracer that gets a span per run: its parent the trace context of the task that
+        /// declared it, `ServiceContext.current` inside the action its own (see the README's
+        /// "Package traits"). `nil` (the default): `InstrumentationSystem.tracer` as
+        /// bootstrapped when the registry is made. With the no-op tracer nothing is recorded
+        /// and nothing is captured. Trait `Tracing`.
+        public var tracer: (any Tracer)?
     #endif
 
     /// Every setting at its default.

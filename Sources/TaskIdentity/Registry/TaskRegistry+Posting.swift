@@ -31,6 +31,12 @@ extension TaskRegistry {
             switch postedBuffer[index].take()! {
             case .declare(let key, let name, let identity, let values, let body):
                 apply(key, name: name, identity: identity, values: values, body: body)
+            #if Tracing
+                case .declareTraced(let key, let name, let identity, let values, let body, let context):
+                    if let spans = core.runSpans {
+                        applyTraced(key, name, identity, values, body, nil, context: context, spans)
+                    }
+            #endif
             case .remove(let key):
                 applyRemove(key, reason: .removed)
             case .control(let key, let name, let control):
@@ -53,6 +59,9 @@ extension TaskRegistry {
         case .flush(let continuation): continuation.resume()
         case .observe(_, _, let continuation): continuation.finish()
         case .declare, .remove, .control, .unobserve: break
+        #if Tracing
+            case .declareTraced: break
+        #endif
         }
     }
 

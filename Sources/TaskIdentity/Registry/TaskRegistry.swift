@@ -1,5 +1,9 @@
 import TaskLoopCore
 
+#if Tracing
+    import Tracing
+#endif
+
 /// A keyed task registry: SwiftUI's `.task(id:)` lifecycle for servers, tools and libraries.
 ///
 /// A **slot** (a key) is the analogue of a view; it hosts one task per `TaskName`, each declared
@@ -69,6 +73,10 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
     @usableFromInline
     enum PostedOperation {
         case declare(Key, TaskName, any Hashable & Sendable, TaskOptions.Values, RunBody)
+        #if Tracing
+            /// A declaration made where a trace context was bound (trait `Tracing`).
+            case declareTraced(Key, TaskName, any Hashable & Sendable, TaskOptions.Values, RunBody, ServiceContext)
+        #endif
         case remove(Key)
         case control(Key, TaskName, TaskControl)
         case flush(UnsafeContinuation<Void, Never>)
@@ -122,11 +130,13 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
         posted = PostedCalls(capacity: configuration.postedCallLimit)
         let phaseStreams = PhaseStreams<Key>()
         self.phaseStreams = phaseStreams
-        core = RegistryCore(
-            loop: loop, log: configuration.log, phaseStreams: phaseStreams,
-            defaultLimit: configuration.concurrencyLimit)
+        core = RegistryCore(loop: loop, configuration: configuration, phaseStreams: phaseStreams)
         // Not shared with any thread yet: the recorder can be set before the loop sees the core.
-        if let capacity = configuration.traceCapacity { core.trace = TraceRecorder(capacity: capacity) }
+        if let capacity = configuration.traceCapacity {
+            core.trace = core.makeTraceRecorder(capacity: capacity)
+        } else {
+            core.trace = core.idleTraceRecorder
+        }
         observationInbox = ObservationInbox(loop: loop)
         core.owner = self
         // If the loop shuts down first, the registry shuts down with it (on the loop thread,
@@ -248,12 +258,39 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
     ) throws(RegistryError) {
         if core.unretainedLoop.inLoop {
             guard !core.isShutDown else { throw .shutDown }
+            #if Tracing
+                if let spans = core.runSpans {
+                    applyTraced(key, name, identity, values, body, template, context: ServiceContext.current, spans)
+                    return
+                }
+            #endif
             apply(key, name: name, identity: identity, values: values, body: body, template: template)
         } else {
+            #if Tracing
+                // Captured here, in the declaring task: on the loop it is gone.
+                if core.runSpans != nil, let context = ServiceContext.current {
+                    try post(.declareTraced(key, name, identity, values, body, context), limited: true)
+                    return
+                }
+            #endif
             // Shutdown applies what was posted before it, so this always finds it running.
             try post(.declare(key, name, identity, values, body), limited: true)
         }
     }
+
+    #if Tracing
+        /// `apply`, with the trace context of the task that declared it (trait `Tracing`): the
+        /// parent of its run's span. Loop thread only.
+        @usableFromInline
+        func applyTraced(
+            _ key: Key, _ name: TaskName, _ identity: any Hashable & Sendable, _ values: TaskOptions.Values,
+            _ body: RunBody, _ template: AnyObject?, context: ServiceContext?, _ spans: RunSpans
+        ) {
+            spans.declarationContext = context
+            apply(key, name: name, identity: identity, values: values, body: body, template: template)
+            spans.declarationContext = nil
+        }
+    #endif
 
     @inlinable
     func apply(

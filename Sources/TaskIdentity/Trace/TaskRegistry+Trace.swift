@@ -20,7 +20,7 @@ extension TaskRegistry {
     public func startTrace(capacity: Int = RegistryTrace.defaultCapacity) throws(RegistryError) {
         guard loop.inLoop else { throw .calledOffLoopThread }
         guard capacity >= 1 else { throw .invalidTraceCapacity(capacity) }
-        core.trace = TraceRecorder(capacity: capacity)
+        core.trace = core.makeTraceRecorder(capacity: capacity)
     }
 
     /// The trace recorded so far, while recording goes on; `nil` when not recording.
@@ -30,7 +30,7 @@ extension TaskRegistry {
     /// - Note: Loop thread only; never traps.
     public func currentTrace() throws(RegistryError) -> RegistryTrace? {
         guard loop.inLoop else { throw .calledOffLoopThread }
-        guard let recorder = core.trace else { return nil }
+        guard let recorder = core.trace, recorder.isRecording else { return nil }
         return RegistryTrace(
             events: recorder.events, droppedEvents: recorder.dropped, capacity: recorder.capacity,
             endTime: loop.now.nanoseconds)
@@ -44,7 +44,8 @@ extension TaskRegistry {
     /// - Note: Loop thread only; never traps.
     public func traceEventCount() throws(RegistryError) -> Int? {
         guard loop.inLoop else { throw .calledOffLoopThread }
-        return core.trace?.count
+        guard let recorder = core.trace, recorder.isRecording else { return nil }
+        return recorder.count
     }
 
     /// Stops recording and returns the trace; `nil` when not recording.
@@ -54,7 +55,7 @@ extension TaskRegistry {
     @discardableResult
     public func stopTrace() throws(RegistryError) -> RegistryTrace? {
         let trace = try currentTrace()
-        core.trace = nil
+        core.trace = core.idleTraceRecorder
         return trace
     }
 }

@@ -6,7 +6,13 @@
 /// Loop thread only (held by the loop-confined core).
 @usableFromInline
 final class TraceRecorder {
+    /// The most events kept; 0 for a recorder that keeps none and only hands them to `spans`
+    /// (a registry that makes spans and records no trace).
     let capacity: Int
+    #if Tracing
+        /// The runs' spans, which hear of every event (trait `Tracing`).
+        let spans: RunSpans?
+    #endif
     private var ring: [TraceEvent] = []
     /// Where the next event goes once the ring is full: its oldest.
     private var next = 0
@@ -17,10 +23,28 @@ final class TraceRecorder {
     /// - Precondition: `capacity` ≥ 1 (checked by the public entry point).
     init(capacity: Int) {
         self.capacity = capacity
+        #if Tracing
+            self.spans = nil
+        #endif
         ring.reserveCapacity(min(capacity, 4_096))
     }
 
+    #if Tracing
+        /// A recorder that also hands each event to `spans`.
+        init(capacity: Int, spans: RunSpans?) {
+            self.capacity = capacity
+            self.spans = spans
+            ring.reserveCapacity(min(capacity, 4_096))
+        }
+    #endif
+
+    /// Whether it keeps events (what `TaskRegistry.startTrace` calls recording).
+    var isRecording: Bool { capacity > 0 }
+
     func record(_ event: TraceEvent) {
+        #if Tracing
+            guard capacity > 0 else { return }
+        #endif
         if ring.count < capacity {
             ring.append(event)
         } else {
@@ -37,6 +61,26 @@ final class TraceRecorder {
 }
 
 extension RegistryCore {
+    /// A recorder keeping the latest `capacity` events (and handing each to the runs' spans,
+    /// if any).
+    func makeTraceRecorder(capacity: Int) -> TraceRecorder {
+        #if Tracing
+            TraceRecorder(capacity: capacity, spans: runSpans)
+        #else
+            TraceRecorder(capacity: capacity)
+        #endif
+    }
+
+    /// The recorder while no trace is recorded: none, or, when the runs have spans, one that
+    /// keeps no event and hands each to them.
+    var idleTraceRecorder: TraceRecorder? {
+        #if Tracing
+            runSpans.map { TraceRecorder(capacity: 0, spans: $0) }
+        #else
+            nil
+        #endif
+    }
+
     /// Records `kind` for `record`'s `generation` at the loop's time, when tracing. Loop thread.
     @inline(__always)
     func trace(_ record: AnyTaskRecord, _ generation: UInt64, _ kind: @autoclosure () -> TraceEvent.Kind) {
@@ -60,6 +104,10 @@ extension RegistryCore {
     private func recordTrace(
         _ recorder: TraceRecorder, _ record: AnyTaskRecord, _ generation: UInt64, _ kind: TraceEvent.Kind
     ) {
+        #if Tracing
+            if let spans = recorder.spans { spans.observe(kind, record, generation) }
+            guard recorder.isRecording else { return }
+        #endif
         recorder.record(
             TraceEvent(
                 time: unretainedLoop.now.nanoseconds, key: record.traceKey, name: record.name,
