@@ -145,7 +145,8 @@
             let first = try #require(spans.first { $0.attributes["task.generation"]?.toSpanAttribute() == .int64(1) })
             #expect(first.events.map(\.name) == ["cancelled", "stale commit dropped"])
             let second = try #require(spans.first { $0.attributes["task.generation"]?.toSpanAttribute() == .int64(2) })
-            #expect(second.events.first?.attributes["task.cancellation_reason"]?.toSpanAttribute() == "registryShutDown")
+            #expect(
+                second.events.first?.attributes["task.cancellation_reason"]?.toSpanAttribute() == "registryShutDown")
             #expect(tracer.activeSpans.isEmpty, "shutdown leaves no span open")
         }
 
