@@ -98,6 +98,9 @@ final class RegistryCore: @unchecked Sendable {
         /// The export `RegistryConfiguration.metrics` asked for, kept for the core's life.
         /// Loop thread only.
         var configuredExport: RegistryMetricsExport?
+        /// The run timers of a metrics export that asked for them, while it runs (see
+        /// `RunTimers`). Loop thread only.
+        var runTimers: RunTimers?
     #endif
     /// The owner's `PhaseStreams<Key>`, where records publish their phases: held here too, so
     /// that a registry released without shutdown still ends its streams the way shutdown does.

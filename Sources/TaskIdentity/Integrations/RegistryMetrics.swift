@@ -11,6 +11,13 @@
     /// `stop()` ends it after one last export, and the loop's shutdown closes its timer. Reading the counters there
     /// costs nothing on the declaration path.
     ///
+    /// Made with `timers: true`, it also records, as they happen, how long runs wait and last
+    /// (`<prefix>_time_to_start` by task, `<prefix>_run_duration` by task and final phase: see
+    /// the README's "Package traits") and how late the loop runs: `<prefix>_loop_lag`, a timer
+    /// (a histogram in Prometheus) of how late a probe timer armed every `loopLagInterval`
+    /// fires, which is how long any timer or job of the loop waits behind the work ahead of it.
+    /// Those cost a clock read and two table updates per run.
+    ///
     /// `Sendable`: its state is loop-confined in a `LoopBound`, checked on each access.
     public final class RegistryMetricsExport: Sendable {
         private let state: LoopBound<ExportState>
@@ -23,6 +30,11 @@
             var last = RegistryCounters()
             var timer: (any LoopTimer)?
             let interval: Duration
+            /// With `timers: true`: the loop-lag probe, its metric and its interval.
+            var lagProbe: (any LoopTimer)?
+            var lagDeadline: UInt64 = 0
+            var lag: Timer?
+            var lagInterval: Duration = .zero
 
             init(
                 read: @escaping @Sendable () -> RegistryCounters?, prefix: String, dimensions: [(String, String)],
@@ -54,16 +66,41 @@
                 for (field, metric) in gauges { metric.record(field.value(now)) }
                 last = now
             }
+
+            /// Arms the lag probe for `lagInterval` after `now`. Refused only while the loop
+            /// shuts down, which ends the export.
+            func armLagProbe(now: UInt64) {
+                lagDeadline = LoopInstant.nanoseconds(now, plus: UInt64(lagInterval.clampedNanoseconds))
+                try? lagProbe?.start(at: LoopInstant(nanoseconds: lagDeadline))
+            }
+
+            func closeTimers() {
+                timer?.close()
+                timer = nil
+                lagProbe?.close()
+                lagProbe = nil
+            }
+        }
+
+        /// The core whose run timers this export made, if it made them. Weak: the export may
+        /// outlive its registry. Loop thread only (read in `stop`, on the loop).
+        private let timedCore: LoopBound<WeakCore>
+
+        private final class WeakCore {
+            weak var core: RegistryCore?
+            init(_ core: RegistryCore?) { self.core = core }
         }
 
         fileprivate init(
-            registry: AnyObject, read: @escaping @Sendable () -> RegistryCounters?, loop: any TaskLoop, prefix: String,
-            dimensions: [(String, String)], factory: any MetricsFactory, interval: Duration
+            core: RegistryCore, read: @escaping @Sendable () -> RegistryCounters?, loop: any TaskLoop, prefix: String,
+            dimensions: [(String, String)], factory: any MetricsFactory, interval: Duration, timers: Bool,
+            loopLagInterval: Duration
         ) throws(LoopError) {
             let bound = LoopBound(
                 ExportState(read: read, prefix: prefix, dimensions: dimensions, factory: factory, interval: interval),
                 loop: loop)
             self.state = bound
+            self.timedCore = LoopBound(WeakCore(timers ? core : nil), loop: loop)
             // The timer reaches the state weakly: a dropped export stops exporting.
             let timer = try loop.makeTimer { [weak bound] in
                 guard let state = bound?.value else { return }
@@ -72,15 +109,36 @@
             }
             bound.value.timer = timer
             try timer.start(after: interval)
+            guard timers else { return }
+            let state = bound.value
+            state.lag = Timer(label: "\(prefix)_loop_lag", dimensions: dimensions, factory: factory)
+            state.lagInterval = loopLagInterval
+            let probe = try loop.makeTimer { [weak bound] in
+                guard let state = bound?.value else { return }
+                let now = loop.now.nanoseconds
+                state.lag?.recordNanoseconds(Int64(now &- min(now, state.lagDeadline)))
+                state.armLagProbe(now: now)
+            }
+            state.lagProbe = probe
+            state.armLagProbe(now: loop.now.nanoseconds)
+            core.runTimers = RunTimers(prefix: prefix, dimensions: dimensions, factory: factory)
+            core.traceSinksChanged()
         }
 
         deinit {
             // Dropped without `stop()`: its timer must still be closed, on the loop thread.
             let state = self.state
+            let timedCore = self.timedCore
             if state.loop.inLoop {
-                state.value.timer?.close()
+                state.value.closeTimers()
+                Self.removeRunTimers(timedCore.value)
             } else {
-                do { try state.loop.execute { state.value.timer?.close() } } catch {
+                do {
+                    try state.loop.execute {
+                        state.value.closeTimers()
+                        Self.removeRunTimers(timedCore.value)
+                    }
+                } catch {
                     // The loop is shutting down and closes the timer itself; releasing it here
                     // would free a loop handle off the loop thread. Keep it: this Unmanaged retain
                     // is never balanced, on purpose (one small object, at most once per export).
@@ -99,10 +157,18 @@
         /// - Note: Loop thread only (traps elsewhere: `LoopBound`).
         public func stop() {
             let state = state.value
-            guard let timer = state.timer else { return }
+            guard state.timer != nil else { return }
             state.export()
-            timer.close()
-            state.timer = nil
+            state.closeTimers()
+            Self.removeRunTimers(timedCore.value)
+        }
+
+        /// The run timers this export made stop hearing of runs. Loop thread only.
+        private static func removeRunTimers(_ timed: WeakCore) {
+            guard let core = timed.core else { return }
+            timed.core = nil
+            core.runTimers = nil
+            core.traceSinksChanged()
         }
     }
 
@@ -112,22 +178,30 @@
         /// `dimensions`, through `factory` (the bootstrapped `MetricsSystem.factory` by
         /// default). Keep the returned export: dropping it stops the export.
         ///
+        /// With `timers`, it also records `<prefix>_time_to_start`, `<prefix>_run_duration`
+        /// and `<prefix>_loop_lag` (a probe every `loopLagInterval`) as swift-metrics timers.
+        /// One export per registry should ask for them: a second replaces the first's.
+        ///
         /// - Throws: `RegistryError.calledOffLoopThread` off the loop thread;
-        ///   `RegistryError.invalidDuration` for an interval that is not positive;
+        ///   `RegistryError.invalidDuration` for an interval or a `loopLagInterval` that is not
+        ///   positive;
         ///   `RegistryError.shutDown` when the loop has shut down and refuses a timer, and
         ///   `.loopFailed` when libuv fails to create one (each keeps the loop's error in
         ///   `loopError`).
         /// - Note: Loop thread only (its timer lives there).
         public func exportMetrics(
             prefix: String = "taskidentity", dimensions: [(String, String)] = [],
-            every interval: Duration = .seconds(10), factory: any MetricsFactory = MetricsSystem.factory
+            every interval: Duration = .seconds(10), factory: any MetricsFactory = MetricsSystem.factory,
+            timers: Bool = false, loopLagInterval: Duration = .milliseconds(100)
         ) throws(RegistryError) -> RegistryMetricsExport {
             guard loop.inLoop else { throw .calledOffLoopThread }
             guard interval > .zero else { throw .invalidDuration(name: "interval", interval) }
+            guard loopLagInterval > .zero else { throw .invalidDuration(name: "loopLagInterval", loopLagInterval) }
             do {
                 return try RegistryMetricsExport(
-                    registry: self, read: { [weak self] in self?.core.counters }, loop: loop, prefix: prefix,
-                    dimensions: dimensions, factory: factory, interval: interval)
+                    core: core, read: { [weak self] in self?.core.counters }, loop: loop, prefix: prefix,
+                    dimensions: dimensions, factory: factory, interval: interval, timers: timers,
+                    loopLagInterval: loopLagInterval)
             } catch {
                 throw RegistryError(loopRefused: error)
             }
@@ -145,7 +219,7 @@
                 do {
                     self.core.configuredExport = try self.exportMetrics(
                         prefix: options.prefix, dimensions: options.dimensions, every: options.interval,
-                        factory: options.factory)
+                        factory: options.factory, timers: options.timers, loopLagInterval: options.loopLagInterval)
                 } catch {
                     self.core.logDebug("the configured metrics export could not start: \(error)")
                 }

@@ -17,7 +17,7 @@
     /// Loop thread only: held by the loop-confined core, which calls it where a run starts
     /// and ends and, through its trace recorder, at each traced event.
     @usableFromInline
-    final class RunSpans {
+    final class RunSpans: TraceEventSink {
         /// Where the spans go (a registry whose tracer is the no-op one has no `RunSpans`).
         let tracer: any Tracer
         /// The most declarations a run's span links to (the latest ones): a key declared again
@@ -131,7 +131,7 @@
         }
 
         /// One traced event of `record`'s `generation` (see `RegistryCore.trace`).
-        func observe(_ kind: TraceEvent.Kind, _ record: AnyTaskRecord, _ generation: UInt64) {
+        func observe(_ kind: TraceEvent.Kind, _ record: AnyTaskRecord, _ generation: UInt64, at time: UInt64) {
             switch kind {
             case .declared:
                 declared(record, generation: generation, context: declarationContext)

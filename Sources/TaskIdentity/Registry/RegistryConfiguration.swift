@@ -68,18 +68,28 @@ public struct RegistryConfiguration: Sendable {
             public var interval: Duration
             /// Where the metrics go.
             public var factory: any MetricsFactory
+            /// Whether to also record how long runs wait and last, and how late the loop runs
+            /// (`<prefix>_time_to_start`, `<prefix>_run_duration`, `<prefix>_loop_lag`; see
+            /// `TaskRegistry.exportMetrics`). Off by default: it costs a clock read and two
+            /// table updates per run.
+            public var timers: Bool
+            /// With `timers`, how often the loop-lag probe fires; positive.
+            public var loopLagInterval: Duration
 
             /// An export as `TaskRegistry.exportMetrics` makes it, with the same defaults.
             ///
             /// May be called from any thread.
             public init(
                 prefix: String = "taskidentity", dimensions: [(String, String)] = [],
-                interval: Duration = .seconds(10), factory: any MetricsFactory = MetricsSystem.factory
+                interval: Duration = .seconds(10), factory: any MetricsFactory = MetricsSystem.factory,
+                timers: Bool = false, loopLagInterval: Duration = .milliseconds(100)
             ) {
                 self.prefix = prefix
                 self.dimensions = dimensions
                 self.interval = interval
                 self.factory = factory
+                self.timers = timers
+                self.loopLagInterval = loopLagInterval
             }
         }
     #endif
@@ -109,6 +119,9 @@ public struct RegistryConfiguration: Sendable {
         if let traceCapacity, traceCapacity < 1 { throw .invalidTraceCapacity(traceCapacity) }
         #if Metrics
             if let metrics, metrics.interval <= .zero { throw .invalidDuration(name: "interval", metrics.interval) }
+            if let metrics, metrics.loopLagInterval <= .zero {
+                throw .invalidDuration(name: "loopLagInterval", metrics.loopLagInterval)
+            }
         #endif
     }
 
