@@ -51,6 +51,24 @@
             #expect(call.parentSpanID == run.spanID, "the action's child task made its span under the run's")
         }
 
+        @Test func aDeclarationOnAShardKeepsTheCallersContext() async throws {
+            let tracer = InMemoryTracer()
+            let loop = UVLoop(name: "shard")
+            try loop.start()
+            var configuration = RegistryConfiguration()
+            configuration.tracer = tracer
+            let registry = try ShardedTaskRegistry<String>(loops: [loop], configuration: configuration)
+            let request = try await tracer.withSpan("GET /search") { span in
+                try await registry.onShard(for: "user:1") { shard in try shard.task("user:1", id: 1) { _ in } }
+                return span.context.inMemorySpanContext!
+            }
+            while try await registry.snapshot(of: "user:1")?.phase.isFinal != true { await Task.yield() }
+            await registry.shutdown()
+            try loop.syncShutdown()
+            let run = try #require(tracer.finishedSpans.first { $0.operationName == "String/main" })
+            #expect(run.parentSpanID == request.spanID)
+        }
+
         @Test func aRunAfterADebounceLinksTheDeclarationsItMerged() throws {
             let tracer = InMemoryTracer()
             let loop = TestLoop()

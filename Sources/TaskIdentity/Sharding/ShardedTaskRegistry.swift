@@ -1,5 +1,9 @@
 import TaskLoopCore
 
+#if Tracing
+    import Tracing
+#endif
+
 /// A task registry spread over several loops: each key belongs to one shard (one loop, one
 /// `TaskRegistry`), chosen from the key's hash, so that slots use every core while each slot
 /// keeps the single-thread semantics of `TaskRegistry`.
@@ -120,6 +124,9 @@ public final class ShardedTaskRegistry<Key: Hashable & Sendable>: Sendable {
     /// work, and returns what `body` returns. On that thread already, `body` runs at once;
     /// elsewhere the caller suspends (no thread blocks) until the loop has run it.
     ///
+    /// With the trait `Tracing`, `body` runs with the caller's `ServiceContext.current`, so a
+    /// task it declares is traced as the caller's child.
+    ///
     /// - Throws: what `body` throws, or `LoopError` when the shard's loop cannot run it (it
     ///   has shut down, or has not started).
     /// - Note: May be called from any task.
@@ -127,7 +134,14 @@ public final class ShardedTaskRegistry<Key: Hashable & Sendable>: Sendable {
         for key: Key, _ body: @escaping @Sendable (TaskRegistry<Key>) throws -> Result
     ) async throws -> Result {
         let shard = shard(for: key)
-        return try await shard.loop.submit { try body(shard) }
+        #if Tracing
+            // The loop runs `body` as a closure, outside this task: its task-locals are bound
+            // again there.
+            let context = ServiceContext.current
+            return try await shard.loop.submit { try ServiceContext.$current.withValue(context) { try body(shard) } }
+        #else
+            return try await shard.loop.submit { try body(shard) }
+        #endif
     }
 
     /// Declares a task on the key's shard; see `TaskRegistry.task(_:name:id:priority:debounce:throttle:policy:progressDelay:timeout:limit:retry:staleAfter:refreshEvery:executor:action:)`.
