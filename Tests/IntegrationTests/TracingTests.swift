@@ -111,6 +111,7 @@
             #expect(first.events.map(\.name) == ["cancelled"])
             #expect(first.events.first?.attributes["task.cancellation_reason"]?.toSpanAttribute() == "identityChanged")
             #expect(first.status?.code != .error, "a cancellation is not an error")
+            #expect(first.attributes["task.phase"]?.toSpanAttribute() == "cancelled(identityChanged)")
             #expect(first.errors.isEmpty)
             let second = try #require(spans.first { $0.attributes["task.generation"]?.toSpanAttribute() == .int64(2) })
             #expect(second.status == SpanStatus(code: .ok))

@@ -37,11 +37,20 @@ class Client:
         self.host, self.port = parsed.hostname, parsed.port
         self.connection = http.client.HTTPConnection(self.host, self.port, timeout=10)
 
-    def get(self, path, **query):
+    def get(self, path, headers=None, **query):
+        """GET path?query as JSON (None for an empty body); fails on any status but 200."""
+        body = self.fetch(path, headers, **query)
+        return json.loads(body) if body else None
+
+    def get_text(self, path):
+        """GET path as text; fails on any status but 200."""
+        return self.fetch(path, None).decode("utf-8")
+
+    def fetch(self, path, headers, **query):
         url = path + ("?" + urllib.parse.urlencode(query) if query else "")
         for attempt in (1, 2):
             try:
-                self.connection.request("GET", url)
+                self.connection.request("GET", url, headers=headers or {})
                 response = self.connection.getresponse()
                 body = response.read()
                 break
@@ -53,7 +62,7 @@ class Client:
                     raise
         if response.status != 200:
             raise Failure(f"GET {url} answered {response.status}: {body[:200]!r}")
-        return json.loads(body) if body else None
+        return body
 
     def type(self, user, query):
         return self.get("/search", user=user, q=query)

@@ -121,7 +121,10 @@
                 if let phase { span.attributes["task.phase"] = "\(phase)" }
                 span.setStatus(SpanStatus(code: .ok))
             case is CancellationError:
-                span.attributes["task.phase"] = phase.map { "\($0)" } ?? "cancelled"
+                // Cancelled by the registry: the event set the phase, with its reason.
+                if span.attributes["task.phase"] == nil {
+                    span.attributes["task.phase"] = phase.map { "\($0)" } ?? "cancelled"
+                }
             case .some(let error):
                 span.attributes["task.phase"] = "failed"
                 span.recordError(error)
@@ -139,8 +142,8 @@
                 let key = RunKey(record: record, generation: generation)
                 guard let entry = open[key] else { return }
                 entry.span.addEvent(SpanEvent(name: "cancelled", attributes: ["task.cancellation_reason": "\(reason)"]))
+                entry.span.attributes["task.phase"] = "cancelled(\(reason))"
                 if entry.isQueuedSynchronous {
-                    entry.span.attributes["task.phase"] = "cancelled(\(reason))"
                     entry.span.end()
                     open[key] = nil
                 }

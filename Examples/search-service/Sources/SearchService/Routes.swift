@@ -1,4 +1,5 @@
 import Hummingbird
+import Prometheus
 import TaskIdentity
 
 /// The answer to a keystroke: the query was declared; its results come later, in `/state`.
@@ -46,13 +47,18 @@ extension SearchState: ResponseEncodable {}
 /// The HTTP routes of the service:
 /// - `GET /search?user=U&q=QUERY`: a keystroke (re-declares U's search with id QUERY);
 /// - `GET /state?user=U`: U's query, phase, generation, progress signal and latest results;
-/// - `GET /stats`: the registries' counters.
+/// - `GET /stats`: the registries' counters;
+/// - `GET /metrics`: every swift-metrics metric in Prometheus's text format: the requests
+///   (`MetricsMiddleware`), the registries' counters, and their timers (`search_time_to_start`,
+///   `search_run_duration`, `search_loop_lag`).
 ///
 /// Handlers run on Hummingbird's tasks; they reach the registries only through `SearchBoxes`,
 /// which hops to the right event loop without blocking.
 enum SearchRoutes {
     /// Adds the routes to `router`. Call it while building the application, from any thread.
-    static func register(on router: Router<BasicRequestContext>, boxes: SearchBoxes) {
+    static func register(
+        on router: Router<BasicRequestContext>, boxes: SearchBoxes, prometheus: PrometheusCollectorRegistry
+    ) {
         router.get("search") { request, _ -> KeystrokeAccepted in
             let user = try userParameter(of: request)
             let query = request.uri.queryParameters["q"].map(String.init) ?? ""
@@ -64,6 +70,9 @@ enum SearchRoutes {
         }
         router.get("stats") { _, _ -> Stats in
             Stats(registries: boxes.shards.count, try await boxes.counters())
+        }
+        router.get("metrics") { _, _ -> String in
+            prometheus.emitToString()
         }
     }
 

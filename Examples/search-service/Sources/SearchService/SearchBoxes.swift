@@ -29,7 +29,12 @@ final class SearchBoxes: Sendable {
     /// May be called from any thread.
     init(group: any EventLoopGroup, latency: Duration) throws {
         loops = group.makeIterator().map { NIOTaskLoop($0) }
-        registry = ShardedTaskRegistry<String>(loops: loops, shardHash: Self.stableHash)
+        // Counters every second, and the timers (time to start, run duration, loop lag), to
+        // the bootstrapped metrics backend; spans to the bootstrapped tracer, if any.
+        var configuration = RegistryConfiguration()
+        configuration.metrics = .init(prefix: "search", interval: .seconds(1), timers: true)
+        registry = try ShardedTaskRegistry<String>(
+            loops: loops, configuration: configuration, shardHash: Self.stableHash)
         shards = try loops.map { try SearchShard(loop: $0, latency: latency) }
     }
 
@@ -70,14 +75,5 @@ final class SearchBoxes: Sendable {
     /// - Note: May be called from any task.
     func counters() async throws -> RegistryCounters {
         try await registry.countersSnapshot()
-    }
-
-    /// Cancels every search and waits for them to end, then shuts the task loops down; call it
-    /// before the event loop group shuts down (NIO does not tell a `NIOTaskLoop` itself).
-    ///
-    /// - Note: May be called from any task.
-    func shutdown() async {
-        await registry.shutdown()
-        for loop in loops { await loop.shutdown() }
     }
 }

@@ -1,6 +1,7 @@
 import NIOCore
 import TaskIdentity
 import TaskLoopNIO
+import Tracing
 
 /// What a search commits: the query it ran for and the words it found.
 ///
@@ -56,10 +57,15 @@ final class SearchShard: Sendable {
         search = try TypedTaskTemplate<String, String>(
             debounce: .milliseconds(250), progressDelay: .milliseconds(150)
         ) { _, query, context in
-            // The backend's latency, on the event loop's timer. A newer query cancels this
-            // run: the sleep throws CancellationError and nothing is committed.
-            try await context.clock.sleep(for: latency)
-            let found = SearchResult(query: query, matches: WordList.matches(query))
+            // The backend call, as an instrumented client would trace it: a span of its own,
+            // the run's child (the run's span is `ServiceContext.current` here). Its latency
+            // runs on the event loop's timer; a newer query cancels the run, the sleep throws
+            // CancellationError, and nothing is committed.
+            let found = try await withSpan("backend search", ofKind: .client) { span in
+                span.attributes["search.query"] = query
+                try await context.clock.sleep(for: latency)
+                return SearchResult(query: query, matches: WordList.matches(query))
+            }
             // Dropped (and counted as stale) if a newer query took over in the meantime.
             context.commit(result: found)
         }
