@@ -2,19 +2,30 @@
 import PackageDescription
 
 // `taskid`, the RESP server and command-line tool, as its own package: its dependencies
-// (argument parsing, logging, service lifecycle) never reach the library's users, whose package
-// depends on libuv alone.
+// (argument parsing, logging, service lifecycle, OpenTelemetry) never reach the library's users,
+// whose package depends on libuv alone.
+//
+// Its trait `OTLP` (on by default) is `taskid serve --otlp-endpoint`: a span per run, exported
+// over OTLP/HTTP with swift-otel. `--disable-default-traits` builds the server without it (and
+// without swift-otel, AsyncHTTPClient and BoringSSL: the sanitizer build of the tests does).
 let package = Package(
     name: "TaskIdentityTools",
     platforms: [.macOS(.v15)],
     products: [
         .executable(name: "taskid", targets: ["taskid"])
     ],
+    traits: [
+        .trait(name: "OTLP", description: "taskid serve --otlp-endpoint: a span per run, exported over OTLP/HTTP."),
+        .default(enabledTraits: ["OTLP"]),
+    ],
     dependencies: [
-        .package(name: "TaskIdentity", path: ".."),
+        .package(
+            name: "TaskIdentity", path: "..", traits: [.trait(name: "Tracing", condition: .when(traits: ["OTLP"]))]),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
+        // OTLP over HTTP only: the gRPC exporter would add gRPC to the build for nothing.
+        .package(url: "https://github.com/swift-otel/swift-otel", from: "1.6.0", traits: ["OTLPHTTP"]),
     ],
     targets: [
         .executableTarget(
@@ -25,6 +36,7 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "OTel", package: "swift-otel", condition: .when(traits: ["OTLP"])),
             ]
         ),
         .testTarget(

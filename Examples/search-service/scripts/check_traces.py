@@ -10,7 +10,7 @@ sent with a W3C `traceparent` header of a trace of its own, as a browser's instr
 would, so that `verify` can tell the requests apart. It then scrapes /metrics for the
 registry's timers. The trace ids go to STATE_FILE.
 
-`verify` reads the spans the OTLP receiver wrote (otlp_receiver.py; the service exports its
+`verify` reads the spans the OTLP receiver wrote (scripts/otlp_receiver.py at the repository root; the service exports its
 last spans as it shuts down) and checks the chain request -> run -> backend search: the run
 for "swif" is the child of its request, links the three requests its debounce merged, and has
 a `cancelled` event with reason `identityChanged` and no error status; its backend search is

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 import Logging
 import ServiceLifecycle
 import TaskIdentity
@@ -152,6 +153,18 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("This node's ID in --cluster-config.", valueName: "id"))
     var clusterNode: String?
 
+    @Option(
+        help: ArgumentHelp(
+            "Export a span per run over OTLP/HTTP to the collector at URL (e.g. http://127.0.0.1:4318; spans go to URL/v1/traces).",
+            discussion: """
+                Without it, the standard OTEL_EXPORTER_OTLP_ENDPOINT or \
+                OTEL_EXPORTER_OTLP_TRACES_ENDPOINT turns the export on (and OTEL_TRACES_EXPORTER=none \
+                off); swift-otel reads the other OTEL_* variables. A URL or a protocol that cannot be \
+                used is refused at start; spans that could not be exported make the exit status 1.
+                """,
+            valueName: "URL"))
+    var otlpEndpoint: String?
+
     @Option(help: "Least severe log message written to standard error.")
     var logLevel = LogLevelArgument.info
 
@@ -190,6 +203,27 @@ struct ServeCommand: AsyncParsableCommand {
         if let trace {
             do { try TraceFileTarget.check(trace) } catch { throw ValidationError("\(error)") }
         }
+        _ = try spanEndpoint(environment: ProcessInfo.processInfo.environment)
+    }
+
+    /// Where spans go, from `--otlp-endpoint` or the environment; nil for no export. Any thread.
+    /// - Throws: `ValidationError` for a setting that cannot be used, or for `--otlp-endpoint`
+    ///   in a build without the `OTLP` trait.
+    func spanEndpoint(environment: [String: String]) throws -> OTLPEndpoint? {
+        #if OTLP
+            do { return try OTLPEndpoint.configured(option: otlpEndpoint, environment: environment) } catch {
+                throw ValidationError("\(error)")
+            }
+        #else
+            // Checked all the same, so that a bad URL gets the same answer from every build.
+            do { _ = try OTLPEndpoint.configured(option: otlpEndpoint, environment: [:]) } catch {
+                throw ValidationError("\(error)")
+            }
+            if otlpEndpoint != nil {
+                throw ValidationError("--otlp-endpoint needs taskid built with its OTLP trait (on by default)")
+            }
+            return nil
+        #endif
     }
 
     /// The cluster the options name, read from its file: nil without `--cluster-config`. Any
@@ -256,16 +290,40 @@ struct ServeCommand: AsyncParsableCommand {
             return handler
         }
         let logger = Logger(label: "taskid")
-        let group = ServiceGroup(
-            services: [ServerService(configuration: try serverConfiguration, logger: logger)],
-            gracefulShutdownSignals: [.sigterm, .sigint],
-            logger: logger
-        )
+        var services: [any Service] = []
+        #if OTLP
+            // Before the server's registry is made: it takes the tracer bootstrapped then. First
+            // in the group, so that it stops last and sends the spans of the server's shutdown.
+            let environment = ProcessInfo.processInfo.environment
+            var export: SpanExport?
+            if let endpoint = try spanEndpoint(environment: environment) {
+                do {
+                    export = try SpanExport.bootstrap(endpoint, environment: environment, level: level)
+                } catch {
+                    logger.error("cannot export spans to \(endpoint): \(error)")
+                    throw ExitCode.validationFailure
+                }
+                services.append(export!.service)
+                logger.info("exporting a span per run", metadata: ["endpoint": "\(endpoint)"])
+            }
+        #endif
+        services.append(ServerService(configuration: try serverConfiguration, logger: logger))
+        let group = ServiceGroup(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
         do {
             try await group.run()
         } catch {
             throw ExitCode.failure  // ServerService logged why
         }
+        #if OTLP
+            if let export, export.problems.drops > 0 {
+                logger.warning(
+                    "some spans were dropped for a full export queue (\(export.problems.drops) reports above)")
+            }
+            if let export, export.problems.failures > 0 {
+                logger.error("stopped, but some spans were not exported (\(export.problems.failures) failures above)")
+                throw ExitCode.failure
+            }
+        #endif
     }
 }
 

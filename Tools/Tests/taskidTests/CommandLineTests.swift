@@ -79,6 +79,22 @@ struct CommandLineTests {
             "--trace '/no/such/dir/t.json' cannot be written: No such file or directory"
         ),
         (["--trace", "/proc/t.json"], "--trace '/proc/t.json' cannot be written: "),
+        (
+            ["--otlp-endpoint", "localhost:4318"],
+            "--otlp-endpoint 'localhost:4318' cannot be used: the URL must start with http:// or https://"
+        ),
+        (["--otlp-endpoint", "ftp://h:1"], "the URL must start with http:// or https://"),
+        (["--otlp-endpoint", "http://"], "--otlp-endpoint 'http://' cannot be used: the host is empty"),
+        (["--otlp-endpoint", "http://h:0"], "the port must be a number in 1...65535"),
+        (["--otlp-endpoint", "http://h:+4318"], "the port must be a number in 1...65535"),
+        (["--otlp-endpoint", "http://h:65536"], "the port must be a number in 1...65535"),
+        (["--otlp-endpoint", "http://no.such.host!:4318"], "the host may hold letters, digits"),
+        (["--otlp-endpoint", "http://[::1:4318"], "an IPv6 address needs its closing ]"),
+        (["--otlp-endpoint", "http://h:4318/v1/traces"], "without a path: spans go to <URL>/v1/traces"),
+        (
+            ["--otlp-endpoint", "http://h\u{1B}[31m:1"],
+            "'http://h\\u{1B}[31m:1' cannot be used: spaces and control characters"
+        ),
     ])
     func badOptionsAreValidationErrors(arguments: [String], message: String) {
         let error = #expect(throws: (any Error).self) { try ServeCommand.parse(arguments) }
@@ -93,6 +109,39 @@ struct CommandLineTests {
         #expect(try command.serverConfiguration.tracePath == path)
         #expect(try command.serverConfiguration.traceCapacity == 64)
         #expect(!FileManager.default.fileExists(atPath: path), "the check creates no file that stays")
+    }
+
+    @Test func theOTLPEndpointComesFromTheOptionOrTheEnvironment() throws {
+        func endpoint(_ option: String?, _ environment: [String: String]) throws -> String? {
+            try OTLPEndpoint.configured(option: option, environment: environment)?.tracesURL
+        }
+        #expect(try endpoint(nil, [:]) == nil, "no export unless asked")
+        #expect(try endpoint("http://127.0.0.1:4318", [:]) == "http://127.0.0.1:4318/v1/traces")
+        #expect(try endpoint("https://[::1]:4318/", [:]) == "https://[::1]:4318/v1/traces")
+        #expect(
+            try endpoint("http://a:1", ["OTEL_EXPORTER_OTLP_ENDPOINT": "http://b:2"]) == "http://a:1/v1/traces",
+            "the option wins")
+        #expect(try endpoint(nil, ["OTEL_EXPORTER_OTLP_ENDPOINT": "http://b:2"]) == "http://b:2/v1/traces")
+        #expect(
+            try endpoint(nil, ["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://c:3/custom/path"])
+                == "http://c:3/custom/path")
+        #expect(
+            try endpoint(nil, ["OTEL_EXPORTER_OTLP_ENDPOINT": "http://b:2", "OTEL_TRACES_EXPORTER": "none"]) == nil)
+        #expect(throws: OTLPEndpointError.self) {
+            try endpoint(nil, ["OTEL_EXPORTER_OTLP_ENDPOINT": "http://b:2", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"])
+        }
+        #expect(throws: OTLPEndpointError.self) { try endpoint(nil, ["OTEL_EXPORTER_OTLP_ENDPOINT": "b:2"]) }
+        #if OTLP
+            let command = try ServeCommand.parse(["--otlp-endpoint", "http://127.0.0.1:4318"])
+            #expect(command.otlpEndpoint == "http://127.0.0.1:4318")
+        #else
+            let refused = #expect(throws: (any Error).self) {
+                try ServeCommand.parse(["--otlp-endpoint", "http://127.0.0.1:4318"])
+            }
+            #expect(
+                refused.map { ServeCommand.message(for: $0) }?.contains("needs taskid built with its OTLP trait")
+                    == true)
+        #endif
     }
 
     @Test func aFIFOIsRefusedWithoutBlocking() throws {
