@@ -89,6 +89,31 @@
             loop.shutdown()
         }
 
+        @Test func aFailedAttemptBeforeItsRetryIsAFailureAndALaterExportKeepsItsTimers() throws {
+            struct Boom: Error {}
+            let first = TestMetrics()
+            let second = TestMetrics()
+            let loop = TestLoop()
+            let registry = TaskRegistry<String>(loop: loop)
+            let replaced = try registry.exportMetrics(prefix: "a", every: .seconds(60), factory: first, timers: true)
+            let export = try registry.exportMetrics(prefix: "b", every: .seconds(60), factory: second, timers: true)
+            replaced.stop()  // the second export's timers stay
+            try registry.task(
+                "k", id: 1, retry: RetryPolicy(maxAttempts: 2, initialDelay: .milliseconds(10), jitter: 0)
+            ) { _ in throw Boom() }
+            loop.run()
+            loop.advance(by: .milliseconds(10))
+            #expect(
+                try second.expectTimer("b_run_duration", [("task", "main"), ("phase", "failed")]).values == [0, 0])
+            #expect(throws: (any Error).self) {
+                try first.expectTimer("b_run_duration", [("task", "main"), ("phase", "failed")])
+            }
+            export.stop()
+            registry.startShutdown()
+            loop.run()
+            loop.shutdown()
+        }
+
         @Test func theLoopLagProbeFiresOnItsIntervalAndRecordsNoLagOnATestLoop() throws {
             let metrics = TestMetrics()
             let loop = TestLoop()

@@ -120,6 +120,45 @@
             loop.shutdown()
         }
 
+        @Test func aCancelledRunStaysCancelledWhateverItsActionThrowsAfter() throws {
+            struct ClientCancelled: Error {}
+            let tracer = InMemoryTracer()
+            let loop = TestLoop()
+            let registry = try Self.registry(on: loop, tracer: tracer)
+            // As an HTTP client does: its own error for a cancelled request.
+            try registry.task("k", id: 1) { _ in
+                do { try await loop.clock.sleep(for: .seconds(60)) } catch { throw ClientCancelled() }
+            }
+            loop.run()
+            try registry.task("k", id: 2) { _ in }
+            loop.run()
+            let first = try #require(
+                tracer.finishedSpans.first { $0.attributes["task.generation"]?.toSpanAttribute() == .int64(1) })
+            #expect(first.status == nil, "neither ok nor error: cancelled")
+            #expect(first.errors.isEmpty)
+            #expect(first.attributes["task.phase"]?.toSpanAttribute() == "cancelled(identityChanged)")
+            registry.startShutdown()
+            loop.run()
+            loop.shutdown()
+        }
+
+        @Test func aDelayedSynchronousRunIsCalledInItsSpansContext() throws {
+            let tracer = InMemoryTracer()
+            let loop = TestLoop()
+            let registry = try Self.registry(on: loop, tracer: tracer)
+            let template = try TaskTemplate<String>.synchronous(after: .milliseconds(5)) { _, context in
+                _ = context.commit(result: ServiceContext.current?.inMemorySpanContext?.spanID ?? "none")
+            }
+            try tracer.withSpan("request") { _ in try registry.task("k", id: 1, template: template) }
+            loop.advance(by: .milliseconds(5))
+            let run = try #require(tracer.finishedSpans.first { $0.operationName == "String/main" })
+            #expect(try registry.result(of: "k", as: String.self) == run.spanID)
+            #expect(run.parentSpanID == tracer.finishedSpans.first { $0.operationName == "request" }?.spanID)
+            registry.startShutdown()
+            loop.run()
+            loop.shutdown()
+        }
+
         @Test func aFailureIsAnErrorAndEachAttemptASpan() throws {
             struct Boom: Error {}
             let tracer = InMemoryTracer()

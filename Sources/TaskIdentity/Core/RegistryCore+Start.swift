@@ -268,6 +268,15 @@ extension RegistryCore {
             }
         }
         guard entry.record.state.synchronousRunDue(generation: entry.generation) else { return }  // cancelled
+        #if Tracing
+            if let spans = runSpans, let context = spans.context(of: entry.record, generation: entry.generation) {
+                ServiceContext.$current.withValue(context) {
+                    runSynchronously(
+                        entry.record, generation: entry.generation, identity: entry.identity, action: entry.action)
+                }
+                return
+            }
+        #endif
         runSynchronously(entry.record, generation: entry.generation, identity: entry.identity, action: entry.action)
     }
 }

@@ -16,7 +16,8 @@
     /// the README's "Package traits") and how late the loop runs: `<prefix>_loop_lag`, a timer
     /// (a histogram in Prometheus) of how late a probe timer armed every `loopLagInterval`
     /// fires, which is how long any timer or job of the loop waits behind the work ahead of it.
-    /// Those cost a clock read and two table updates per run.
+    /// Those cost a clock read per event the registry traces (a declaration, a start, an end,
+    /// …) and two table updates per run.
     ///
     /// `Sendable`: its state is loop-confined in a `LoopBound`, checked on each access.
     public final class RegistryMetricsExport: Sendable {
@@ -88,7 +89,9 @@
 
         private final class WeakCore {
             weak var core: RegistryCore?
-            init(_ core: RegistryCore?) { self.core = core }
+            /// The timers this export gave the core: another export's replace them, and are
+            /// not this one's to remove.
+            var timers: RunTimers?
         }
 
         fileprivate init(
@@ -100,7 +103,8 @@
                 ExportState(read: read, prefix: prefix, dimensions: dimensions, factory: factory, interval: interval),
                 loop: loop)
             self.state = bound
-            self.timedCore = LoopBound(WeakCore(timers ? core : nil), loop: loop)
+            let timedCore = LoopBound(WeakCore(), loop: loop)
+            self.timedCore = timedCore
             // The timer reaches the state weakly: a dropped export stops exporting.
             let timer = try loop.makeTimer { [weak bound] in
                 guard let state = bound?.value else { return }
@@ -121,7 +125,10 @@
             }
             state.lagProbe = probe
             state.armLagProbe(now: loop.now.nanoseconds)
-            core.runTimers = RunTimers(prefix: prefix, dimensions: dimensions, factory: factory)
+            let runTimers = RunTimers(prefix: prefix, dimensions: dimensions, factory: factory)
+            timedCore.value.core = core
+            timedCore.value.timers = runTimers
+            core.runTimers = runTimers
             core.traceSinksChanged()
         }
 
@@ -165,8 +172,10 @@
 
         /// The run timers this export made stop hearing of runs. Loop thread only.
         private static func removeRunTimers(_ timed: WeakCore) {
-            guard let core = timed.core else { return }
+            guard let core = timed.core, let timers = timed.timers else { return }
             timed.core = nil
+            timed.timers = nil
+            guard core.runTimers === timers else { return }  // replaced by a later export's
             core.runTimers = nil
             core.traceSinksChanged()
         }
@@ -180,7 +189,8 @@
         ///
         /// With `timers`, it also records `<prefix>_time_to_start`, `<prefix>_run_duration`
         /// and `<prefix>_loop_lag` (a probe every `loopLagInterval`) as swift-metrics timers.
-        /// One export per registry should ask for them: a second replaces the first's.
+        /// One export per registry should ask for them: a second replaces the first's (and
+        /// stopping the first then leaves the second's alone).
         ///
         /// - Throws: `RegistryError.calledOffLoopThread` off the loop thread;
         ///   `RegistryError.invalidDuration` for an interval or a `loopLagInterval` that is not

@@ -30,6 +30,10 @@
             /// Whether its run is a synchronous one waiting for its delay: a cancelled one
             /// never ends through `runEnded`, so its span ends with the cancellation.
             let isQueuedSynchronous: Bool
+            /// The registry cancelled the run: however its action ends (returning, throwing
+            /// `CancellationError` or anything else), the run ends cancelled, as its phase
+            /// says.
+            var cancelled = false
         }
 
         /// The declarations of a task's latest generation (and of those it replaced before any
@@ -116,21 +120,31 @@
         ) {
             guard let entry = open.removeValue(forKey: RunKey(record: record, generation: generation)) else { return }
             let span = entry.span
+            // Cancelled by the registry: the event set the phase, with its reason, whatever
+            // the action did after.
+            guard !entry.cancelled else {
+                span.end()
+                return
+            }
             switch failure {
             case nil:
                 if let phase { span.attributes["task.phase"] = "\(phase)" }
                 span.setStatus(SpanStatus(code: .ok))
             case is CancellationError:
-                // Cancelled by the registry: the event set the phase, with its reason.
-                if span.attributes["task.phase"] == nil {
-                    span.attributes["task.phase"] = phase.map { "\($0)" } ?? "cancelled"
-                }
+                // The action cancelled itself (its own task, or a child's cancellation it let through).
+                span.attributes["task.phase"] = phase.map { "\($0)" } ?? "cancelled"
             case .some(let error):
                 span.attributes["task.phase"] = "failed"
                 span.recordError(error)
                 span.setStatus(SpanStatus(code: .error, message: "\(error)"))
             }
             span.end()
+        }
+
+        /// The context of the open span of `record`'s run `generation`, if it has one: what a
+        /// queued synchronous run is called in when its delay has passed.
+        func context(of record: AnyTaskRecord, generation: UInt64) -> ServiceContext? {
+            open[RunKey(record: record, generation: generation)]?.span.context
         }
 
         /// One traced event of `record`'s `generation` (see `RegistryCore.trace`).
@@ -146,6 +160,8 @@
                 if entry.isQueuedSynchronous {
                     entry.span.end()
                     open[key] = nil
+                } else {
+                    open[key]?.cancelled = true
                 }
             case .cancelled(let reason, ofRun: false):
                 // Replaced by a newer declaration, it is merged into the next run; dropped

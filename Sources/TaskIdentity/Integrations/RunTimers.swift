@@ -48,7 +48,9 @@
             case .cancelled(let reason, ofRun: true):
                 ended(record, generation, phase: "cancelled(\(reason))", at: time)
             case .runEnded(let phase):
-                ended(record, generation, phase: phase.map { "\($0)" } ?? "cancelled", at: time)
+                // No phase: not the end of the generation. A cancelled run was recorded at its
+                // cancellation, so this is an attempt that failed and waits for its retry.
+                ended(record, generation, phase: phase.map { "\($0)" } ?? "failed", at: time)
             case .cancelled(let reason, ofRun: false):
                 if reason != .identityChanged && reason != .supersededByPolicy { declaredAt[id] = nil }
             case .removed:

@@ -70,8 +70,8 @@ public struct RegistryConfiguration: Sendable {
             public var factory: any MetricsFactory
             /// Whether to also record how long runs wait and last, and how late the loop runs
             /// (`<prefix>_time_to_start`, `<prefix>_run_duration`, `<prefix>_loop_lag`; see
-            /// `TaskRegistry.exportMetrics`). Off by default: it costs a clock read and two
-            /// table updates per run.
+            /// `TaskRegistry.exportMetrics`). Off by default: it costs a clock read per event
+            /// the registry traces and two table updates per run.
             public var timers: Bool
             /// With `timers`, how often the loop-lag probe fires; positive.
             public var loopLagInterval: Duration

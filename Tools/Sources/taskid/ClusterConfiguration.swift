@@ -58,28 +58,84 @@ struct ClusterConfiguration: Sendable, Equatable {
     /// Whether every slot is served by some node (`CLUSTER INFO`'s `cluster_state`).
     var coversEverySlot: Bool { !owners.contains(-1) }
 
+    /// The slots no node serves, as ranges in ascending order (empty when every slot is
+    /// served): what `taskid serve` warns of at start.
+    var unservedSlots: [ClosedRange<Int>] {
+        var ranges: [ClosedRange<Int>] = []
+        var slot = 0
+        while slot < owners.count {
+            guard owners[slot] < 0 else {
+                slot += 1
+                continue
+            }
+            let first = slot
+            while slot < owners.count && owners[slot] < 0 { slot += 1 }
+            ranges.append(first...(slot - 1))
+        }
+        return ranges
+    }
+
     /// The most nodes a configuration may list (an index fits the slot table's `Int16`).
     static let maxNodes = 1_000
 
-    /// Reads and checks the configuration in `path`, `myself` being this process's id.
-    /// - Throws: `ClusterConfigurationError` naming the file, the line and the fault.
+    /// Reads and checks the configuration in `path`, `myself` being this process's id. Only a
+    /// regular file is read: a directory, a device, a FIFO or a socket is refused without
+    /// being opened for reading in a way that could block (a FIFO with no writer would hold
+    /// the start before the signal handlers are installed).
+    /// - Throws: `ClusterConfigurationError` naming the file, the line and the fault, or why
+    ///   the file cannot be read.
     static func load(path: String, myself: String) throws(ClusterConfigurationError) -> ClusterConfiguration {
-        guard let file = fopen(path, "r") else {
-            throw ClusterConfigurationError(description: "cannot read \(path): \(String(cString: strerror(errno)))")
+        let shown = excerpt(path)
+        func refuse(_ reason: String) -> ClusterConfigurationError {
+            ClusterConfigurationError(description: "cannot read \(shown): \(reason)")
         }
-        defer { fclose(file) }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 65_536)
-        while true {
-            let count = fread(&chunk, 1, chunk.count, file)
-            if count > 0 { bytes += chunk[..<count] }
-            if count < chunk.count { break }
-            guard bytes.count <= 16 << 20 else {
-                throw ClusterConfigurationError(description: "\(path) is larger than 16 MiB")
+        // O_NONBLOCK: opening a FIFO returns at once instead of waiting for a writer.
+        let descriptor = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
+        guard descriptor >= 0 else { throw refuse(String(cString: strerror(errno))) }
+        defer { close(descriptor) }
+        var status = stat()
+        guard fstat(descriptor, &status) == 0 else { throw refuse(String(cString: strerror(errno))) }
+        guard (status.st_mode & S_IFMT) == S_IFREG else {
+            throw refuse(
+                "not a regular file (\((status.st_mode & S_IFMT) == S_IFDIR ? "a directory" : "a special file"))")
+        }
+        let limit = 16 << 20
+        guard status.st_size <= limit else {
+            throw ClusterConfigurationError(description: "\(shown) is larger than 16 MiB")
+        }
+        var bytes = [UInt8](repeating: 0, count: Int(status.st_size) + 1)
+        var filled = 0
+        while filled < bytes.count {
+            let count = bytes.withUnsafeMutableBytes { buffer in
+                read(descriptor, buffer.baseAddress! + filled, buffer.count - filled)
             }
+            if count < 0 && errno == EINTR { continue }
+            guard count >= 0 else { throw refuse(String(cString: strerror(errno))) }
+            if count == 0 { break }
+            filled += count
         }
-        guard ferror(file) == 0 else { throw ClusterConfigurationError(description: "cannot read \(path)") }
-        return try parse(String(decoding: bytes, as: UTF8.self), myself: myself, source: path)
+        // One byte more than its size was asked for: a file that grew since is caught here.
+        guard filled <= limit else { throw ClusterConfigurationError(description: "\(shown) is larger than 16 MiB") }
+        return try parse(String(decoding: bytes[..<filled], as: UTF8.self), myself: myself, source: shown)
+    }
+
+    /// At most `limit` characters of `text`, for an error message: control characters (ANSI
+    /// escapes among them) escaped, so that a file's bytes never reach a terminal raw, and a
+    /// long text cut, with its length said.
+    static func excerpt(_ text: some StringProtocol, limit: Int = 64) -> String {
+        var shown = ""
+        var count = 0
+        for scalar in text.unicodeScalars {
+            if count == limit {
+                return shown + "… (\(text.utf8.count) bytes)"
+            }
+            let value = scalar.value
+            shown +=
+                value < 0x20 || value == 0x7F || (0x80...0x9F).contains(value) || value == 0xFEFF
+                ? scalar.escaped(asASCII: true) : String(scalar)
+            count += 1
+        }
+        return shown
     }
 
     /// Parses and checks a configuration's text (see the type's description).
@@ -89,6 +145,9 @@ struct ClusterConfiguration: Sendable, Equatable {
     {
         var nodes: [ClusterNode] = []
         var owners = [Int16](repeating: -1, count: HashSlot.count)
+        // A UTF-8 byte-order mark, as some editors write one, starts the file: it is not part
+        // of the first id.
+        let text = text.hasPrefix("\u{FEFF}") ? String(text.dropFirst()) : text
         // Lines end at LF, CRLF (one `Character`) or any other newline.
         for (offset, rawLine) in text.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline)
             .enumerated()
@@ -100,19 +159,33 @@ struct ClusterConfiguration: Sendable, Equatable {
             let line = rawLine.prefix { $0 != "#" }
             let fields = line.split(whereSeparator: { $0 == " " || $0 == "\t" }).map(String.init)
             guard !fields.isEmpty else { continue }
-            guard fields.count >= 3 else { throw fault("expected ID HOST:PORT SLOTS..., got '\(line)'") }
+            guard fields.count >= 3 else { throw fault("expected ID HOST:PORT SLOTS..., got '\(excerpt(line))'") }
             let id = fields[0]
             guard isValidID(id) else {
-                throw fault("the id '\(id)' is not 1 to 40 letters, digits, '-', '_' or '.'")
+                throw fault("the id '\(excerpt(id))' is not 1 to 40 letters, digits, '-', '_' or '.'")
             }
             guard !nodes.contains(where: { $0.id == id }) else { throw fault("the id '\(id)' is listed twice") }
-            guard let colon = fields[1].lastIndex(of: ":"), let port = Int(fields[1][fields[1].index(after: colon)...]),
-                (1...65_535).contains(port), colon != fields[1].startIndex
+            guard let colon = fields[1].lastIndex(of: ":"),
+                let port = portNumber(fields[1][fields[1].index(after: colon)...]),
+                colon != fields[1].startIndex
             else {
-                throw fault("expected HOST:PORT with a port in 1...65535, got '\(fields[1])'")
+                throw fault("expected HOST:PORT with a port in 1...65535, got '\(excerpt(fields[1]))'")
             }
             var host = String(fields[1][..<colon])
-            if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+            if host.hasPrefix("[") || host.hasSuffix("]") {
+                guard host.count > 2, host.hasPrefix("["), host.hasSuffix("]"),
+                    isIPv6Literal(host.dropFirst().dropLast())
+                else {
+                    throw fault("expected an IPv6 address in brackets, [ADDRESS]:PORT, got '\(excerpt(fields[1]))'")
+                }
+                host = String(host.dropFirst().dropLast())
+            } else {
+                guard isHostName(host) else {
+                    throw fault(
+                        "the host '\(excerpt(host))' is not an IPv4 address or a host name (letters, digits, '-' and '.'; an IPv6 address goes in brackets)"
+                    )
+                }
+            }
             guard !nodes.contains(where: { $0.host == host && $0.port == port }) else {
                 throw fault("the address \(fields[1]) is listed twice")
             }
@@ -120,7 +193,7 @@ struct ClusterConfiguration: Sendable, Equatable {
             var ranges: [ClosedRange<Int>] = []
             for field in fields[2...] {
                 guard let range = slotRange(field) else {
-                    throw fault("expected a slot or FIRST-LAST in 0...\(HashSlot.count - 1), got '\(field)'")
+                    throw fault("expected a slot or FIRST-LAST in 0...\(HashSlot.count - 1), got '\(excerpt(field))'")
                 }
                 for slot in range where owners[slot] >= 0 {
                     // This line's own earlier ranges are marked with the index it is about to get.
@@ -134,7 +207,7 @@ struct ClusterConfiguration: Sendable, Equatable {
         }
         guard !nodes.isEmpty else { throw ClusterConfigurationError(description: "\(source) lists no node") }
         guard let myIndex = nodes.firstIndex(where: { $0.id == myself }) else {
-            throw ClusterConfigurationError(description: "\(source) has no node '\(myself)' (--cluster-node)")
+            throw ClusterConfigurationError(description: "\(source) has no node '\(excerpt(myself))' (--cluster-node)")
         }
         return ClusterConfiguration(nodes: nodes, myIndex: myIndex, owners: owners)
     }
@@ -145,6 +218,33 @@ struct ClusterConfiguration: Sendable, Equatable {
                 (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte)
                     || byte == UInt8(ascii: "-") || byte == UInt8(ascii: "_") || byte == UInt8(ascii: ".")
             }
+    }
+
+    /// A port written as 1 to 5 ASCII digits, in 1...65535 (no sign, no spaces); nil otherwise.
+    private static func portNumber(_ text: Substring) -> Int? {
+        guard (1...5).contains(text.utf8.count), text.utf8.allSatisfy({ (0x30...0x39).contains($0) }),
+            let port = Int(text), (1...65_535).contains(port)
+        else { return nil }
+        return port
+    }
+
+    /// A host name or IPv4 address as a client can use it: labels of ASCII letters, digits and
+    /// '-' (not at either end), joined by single dots, 253 bytes at most.
+    private static func isHostName(_ host: String) -> Bool {
+        guard (1...253).contains(host.utf8.count) else { return false }
+        return host.split(separator: ".", omittingEmptySubsequences: false).allSatisfy { label in
+            (1...63).contains(label.utf8.count) && label.first != "-" && label.last != "-"
+                && label.utf8.allSatisfy { byte in
+                    (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte)
+                        || byte == UInt8(ascii: "-")
+                }
+        }
+    }
+
+    /// An IPv6 address as `inet_pton` reads one (the brackets removed).
+    private static func isIPv6Literal(_ address: Substring) -> Bool {
+        var parsed = in6_addr()
+        return inet_pton(AF_INET6, String(address), &parsed) == 1
     }
 
     /// `N` or `FIRST-LAST` (FIRST ≤ LAST), within the slots; nil otherwise.

@@ -8,15 +8,25 @@ struct OTLPEndpoint: Equatable, CustomStringConvertible {
 
     var description: String { tracesURL }
 
+    /// The variables that decide whether and where spans go, and how: read here, and not
+    /// handed to swift-otel, which would let them override the decision.
+    static let decidingVariables: Set = [
+        "OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_PROTOCOL",
+        "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_TRACES_EXPORTER", "OTEL_SDK_DISABLED",
+    ]
+
     /// The endpoint the command line or the environment names; nil when neither asks for an
-    /// export. `--otlp-endpoint` wins; then `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` (the full URL),
-    /// then `OTEL_EXPORTER_OTLP_ENDPOINT` (a base URL). `OTEL_TRACES_EXPORTER=none` turns the
-    /// environment's off; an `OTEL_EXPORTER_OTLP_PROTOCOL` other than `http/protobuf` is
-    /// refused (this build speaks OTLP/HTTP with protobuf only).
+    /// export. `--otlp-endpoint` wins over every variable; then
+    /// `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` (the full URL), then `OTEL_EXPORTER_OTLP_ENDPOINT`
+    /// (a base URL). `OTEL_TRACES_EXPORTER=none` or `OTEL_SDK_DISABLED=true` turn the
+    /// environment's off; with the environment's endpoint, an `OTEL_EXPORTER_OTLP_PROTOCOL`
+    /// other than `http/protobuf` is refused (this build speaks OTLP/HTTP with protobuf only).
     /// - Throws: `OTLPEndpointError`, naming the setting and why.
     static func configured(option: String?, environment: [String: String]) throws(OTLPEndpointError) -> OTLPEndpoint? {
         if let option { return try OTLPEndpoint(base: option, setting: "--otlp-endpoint") }
-        if environment["OTEL_TRACES_EXPORTER"] == "none" { return nil }
+        if environment["OTEL_TRACES_EXPORTER"] == "none" || environment["OTEL_SDK_DISABLED"]?.lowercased() == "true" {
+            return nil
+        }
         let tracesURL = environment["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"]
         let base = environment["OTEL_EXPORTER_OTLP_ENDPOINT"]
         guard tracesURL != nil || base != nil else { return nil }

@@ -203,7 +203,9 @@ struct ServeCommand: AsyncParsableCommand {
         if let trace {
             do { try TraceFileTarget.check(trace) } catch { throw ValidationError("\(error)") }
         }
-        _ = try spanEndpoint(environment: ProcessInfo.processInfo.environment)
+        // The option alone: the environment's OTEL_* settings are checked when the server
+        // starts (`run`), so that parsing a command line never depends on them.
+        _ = try spanEndpoint(environment: [:])
     }
 
     /// Where spans go, from `--otlp-endpoint` or the environment; nil for no export. Any thread.
@@ -296,7 +298,12 @@ struct ServeCommand: AsyncParsableCommand {
             // in the group, so that it stops last and sends the spans of the server's shutdown.
             let environment = ProcessInfo.processInfo.environment
             var export: SpanExport?
-            if let endpoint = try spanEndpoint(environment: environment) {
+            let configured: OTLPEndpoint?
+            do { configured = try spanEndpoint(environment: environment) } catch {
+                logger.error("\(error)")
+                throw ExitCode.validationFailure
+            }
+            if let endpoint = configured {
                 do {
                     export = try SpanExport.bootstrap(endpoint, environment: environment, level: level)
                 } catch {

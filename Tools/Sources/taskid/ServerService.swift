@@ -47,6 +47,16 @@ struct ServerService: Service {
                 "debounce_ms": "\(configuration.debounceMilliseconds)",
                 "timeout_ms": "\(configuration.timeoutMilliseconds)", "max_running": "\(configuration.maxRunning)",
             ])
+        if let cluster = configuration.cluster, !cluster.coversEverySlot {
+            let unserved = cluster.unservedSlots
+            let count = unserved.reduce(0) { $0 + $1.count }
+            let shown = unserved.prefix(4).map {
+                $0.count == 1 ? "\($0.lowerBound)" : "\($0.lowerBound)-\($0.upperBound)"
+            }
+            logger.warning(
+                "\(count) slots are served by no node in the cluster file (\(shown.joined(separator: ", "))\(unserved.count > 4 ? ", …" : "")): their keys get -CLUSTERDOWN, and CLUSTER INFO says cluster_state:fail"
+            )
+        }
         ReadyLine(host: configuration.host, port: port, loops: configuration.loops, pid: getpid()).emit()
         // Returns on graceful shutdown; throws CancellationError when the group cancels us.
         // Either way the server stops the same way.

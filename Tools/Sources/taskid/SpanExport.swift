@@ -34,14 +34,11 @@
                 return ProblemCountingLogHandler(inner: handler, problems: problems)
             }
             configuration.diagnosticLogger = .custom(diagnostics)
-            // The endpoint is decided (the option first): the environment's say on it is not
-            // asked again; its other OTEL_* settings (the service name, the batch delay, the
+            // Whether and where to export is decided (the option first): the environment's say
+            // on it is not asked again (in swift-otel the environment would override this
+            // configuration); its other OTEL_* settings (the service name, the batch delay, the
             // export's time-out) stand.
-            let decided: Set = [
-                "OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_PROTOCOL",
-                "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL",
-            ]
-            let rest = environment.filter { key, _ in !decided.contains(key) }
+            let rest = environment.filter { key, _ in !OTLPEndpoint.decidingVariables.contains(key) }
             let service = try OTel.bootstrap(configuration: configuration, environment: rest)
             return SpanExport(service: service, problems: problems)
         }
@@ -59,12 +56,15 @@
         /// Reports of spans dropped for a full queue. Any thread.
         var drops: Int { dropCounter.load(ordering: .relaxed) }
 
-        /// Counts one report at `warning` or above. Any thread.
+        /// Counts one report at `warning` or above that tells of spans lost. Any thread.
         func note(_ message: Logger.Message) {
-            // swift-otel's batch processor says "Spans were dropped …" for a full queue.
-            if message.description.hasPrefix("Spans were dropped") {
+            // swift-otel's batch span processor: "Failed to export batch." and "Force flush
+            // failed." when spans could not be sent, "Spans were dropped …" for a full queue.
+            // Its other warnings (a malformed OTEL_* variable ignored, say) lose no span.
+            let text = message.description
+            if text.hasPrefix("Spans were dropped") {
                 dropCounter.add(1, ordering: .relaxed)
-            } else {
+            } else if text.hasPrefix("Failed to export batch") || text.hasPrefix("Force flush failed") {
                 failureCounter.add(1, ordering: .relaxed)
             }
         }

@@ -17,7 +17,11 @@ enum TraceFileTarget {
     static func check(_ path: String) throws(TraceFileTargetError) {
         guard !path.isEmpty else { throw TraceFileTargetError(path: path, reason: "the path is empty") }
         var status = stat()
-        let existed = stat(path, &status) == 0
+        // lstat: a symbolic link whose target is missing exists, and is not removed below.
+        let existed = lstat(path, &status) == 0
+        if existed, (status.st_mode & S_IFMT) == S_IFLNK, stat(path, &status) != 0 {
+            throw TraceFileTargetError(path: path, reason: "a symbolic link to a file that does not exist")
+        }
         if existed, (status.st_mode & S_IFMT) != S_IFREG {
             throw TraceFileTargetError(path: path, reason: "not a regular file (\(kind(of: status.st_mode)))")
         }

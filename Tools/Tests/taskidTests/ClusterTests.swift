@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 import Testing
 
 @testable import taskid
@@ -70,6 +71,23 @@ struct ClusterTests {
         ("me h:1 7 7", "line 1: slot 7 is already served by 'me'"),
         ("me h:1 0\r\nme h:2 1", "line 2: the id 'me' is listed twice"),
         ("you h:1 0", "has no node 'me' (--cluster-node)"),
+        ("me 127.0.0.1:+7001 0", "line 1: expected HOST:PORT with a port in 1...65535, got '127.0.0.1:+7001'"),
+        ("me 127.0.0.1: 7001 0", "line 1: expected HOST:PORT with a port in 1...65535, got '127.0.0.1:'"),
+        (
+            "me no.such.host!:7001 0",
+            "line 1: the host 'no.such.host!' is not an IPv4 address or a host name (letters, digits, '-' and '.'; an IPv6 address goes in brackets)"
+        ),
+        ("me [::1:7001 0", "line 1: expected an IPv6 address in brackets, [ADDRESS]:PORT, got '[::1:7001'"),
+        ("me [zz::1]:7001 0", "expected an IPv6 address in brackets, [ADDRESS]:PORT, got '[zz::1]:7001'"),
+        (
+            "me a..b:7001 0",
+            "the host 'a..b' is not an IPv4 address or a host name (letters, digits, '-' and '.'; an IPv6 address goes in brackets)"
+        ),
+        ("m\u{1B}[31me h:1 0", "line 1: the id 'm\\u{1B}[31me' is not 1 to 40 letters, digits, '-', '_' or '.'"),
+        (
+            "me h:1 " + String(repeating: "9", count: 100_000),
+            "got '" + String(repeating: "9", count: 64) + "… (100000 bytes)'"
+        ),
     ])
     func aWrongConfigurationIsRefusedWithItsLine(text: String, message: String) {
         #expect {
@@ -220,6 +238,40 @@ struct ClusterTests {
         #expect(write(descriptor, bytes, bytes.count) == bytes.count)
         close(descriptor)
         return String(cString: template)
+    }
+
+    @Test func aByteOrderMarkIsNotPartOfTheFirstID() throws {
+        let cluster = try ClusterConfiguration.parse("\u{FEFF}node1 127.0.0.1:7001 0-16383", myself: "node1")
+        #expect(cluster.myself.id == "node1")
+    }
+
+    @Test func theSlotsNoNodeServesAreListed() throws {
+        let cluster = try ClusterConfiguration.parse("me h:1 0-99 200 202-16382", myself: "me")
+        #expect(!cluster.coversEverySlot)
+        #expect(cluster.unservedSlots == [100...199, 201...201, 16383...16383])
+        #expect(try ClusterConfiguration.parse("me h:1 0-16383", myself: "me").unservedSlots.isEmpty)
+    }
+
+    @Test func aFileThatIsNotARegularFileIsRefusedWithTheReasonWithoutBlocking() throws {
+        let directory = FileManager.default.temporaryDirectory.path
+        #expect {
+            _ = try ClusterConfiguration.load(path: directory, myself: "me")
+        } throws: { error in
+            "\(error)" == "cannot read \(directory): not a regular file (a directory)"
+        }
+        let fifo = directory + "/taskid-cluster-fifo-\(getpid())"
+        #expect(mkfifo(fifo, 0o600) == 0)
+        defer { unlink(fifo) }
+        #expect {
+            _ = try ClusterConfiguration.load(path: fifo, myself: "me")
+        } throws: { error in
+            "\(error)" == "cannot read \(fifo): not a regular file (a special file)"
+        }
+        #expect {
+            _ = try ClusterConfiguration.load(path: "/nonexistent/c", myself: "me")
+        } throws: { error in
+            "\(error)" == "cannot read /nonexistent/c: No such file or directory"
+        }
     }
 
     @Test func theCommandLineReadsTheClusterAndTakesTheNodesPort() throws {

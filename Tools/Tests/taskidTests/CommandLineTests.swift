@@ -144,6 +144,29 @@ struct CommandLineTests {
         #endif
     }
 
+    @Test func aDanglingSymbolicLinkIsRefusedAndLeftAlone() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("taskid-link-\(getpid())").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let link = directory + "/trace.json"
+        #expect(symlink(directory + "/missing.json", link) == 0)
+        let error = #expect(throws: (any Error).self) { try ServeCommand.parse(["--trace", link]) }
+        #expect(
+            error.map { ServeCommand.message(for: $0) }?.contains("a symbolic link to a file that does not exist")
+                == true)
+        #expect(
+            try FileManager.default.contentsOfDirectory(atPath: directory) == ["trace.json"],
+            "nothing created, the link kept")
+    }
+
+    @Test func theEnvironmentTurnsTheExportOffOrIsRefused() throws {
+        #expect(
+            try OTLPEndpoint.configured(
+                option: nil, environment: ["OTEL_EXPORTER_OTLP_ENDPOINT": "http://b:2", "OTEL_SDK_DISABLED": "true"])
+                == nil)
+        #expect(OTLPEndpoint.decidingVariables.contains("OTEL_TRACES_EXPORTER"), "never handed to swift-otel")
+    }
+
     @Test func aFIFOIsRefusedWithoutBlocking() throws {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("taskid-fifo-\(getpid())").path
         #expect(mkfifo(path, 0o600) == 0)

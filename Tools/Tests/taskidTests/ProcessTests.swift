@@ -79,6 +79,20 @@ struct ProcessTests {
         #expect(log.contains("the --trace file was not written"), "\(log)")
     }
 
+    @Test func aClusterFileThatLeavesSlotsUnservedIsWarnedOfAtStart() async throws {
+        let port = try Self.freePort()
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("taskid-gap-\(getpid()).conf").path
+        try "me 127.0.0.1:\(port) 0-99 200-16383\n".write(toFile: path, atomically: true, encoding: .utf8)
+        defer { unlink(path) }
+        let taskid = try TaskidProcess(["serve", "--cluster-config", path, "--cluster-node", "me"])
+        _ = try #require(await taskid.readLine(), "a ready line: such a cluster still starts")
+        taskid.send(SIGTERM)
+        #expect(await taskid.exit() == (.exit, 0))
+        #expect(
+            await taskid.errorOutput().contains(
+                "100 slots are served by no node in the cluster file (100-199): their keys get -CLUSTERDOWN"))
+    }
+
     /// A free loopback port: bound to 0, read back, released.
     static func freePort() throws -> Int {
         let probe = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)

@@ -123,8 +123,13 @@ enum SearchService {
         configuration.metrics.enabled = false
         configuration.logs.enabled = false
         configuration.traces.otlpExporter.protocol = .httpProtobuf
-        if let endpoint { configuration.traces.otlpExporter.endpoint = endpoint + "/v1/traces" }
-        return try OTel.bootstrap(configuration: configuration)
+        guard let endpoint else { return try OTel.bootstrap(configuration: configuration) }
+        configuration.traces.otlpExporter.endpoint = endpoint + "/v1/traces"
+        // The option decides where spans go: in swift-otel the environment's endpoint would
+        // override it.
+        let deciding = ["OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_TRACES_EXPORTER"]
+        return try OTel.bootstrap(
+            configuration: configuration, environment: environment.filter { !deciding.contains($0.key) })
     }
 }
 
