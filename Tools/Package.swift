@@ -5,9 +5,10 @@ import PackageDescription
 // (argument parsing, logging, service lifecycle, OpenTelemetry) never reach the library's users,
 // whose package depends on libuv alone.
 //
-// Its trait `OTLP` (on by default) is `taskid serve --otlp-endpoint`: a span per run, exported
-// over OTLP/HTTP with swift-otel. `--disable-default-traits` builds the server without it (and
-// without swift-otel, AsyncHTTPClient and BoringSSL: the sanitizer build of the tests does).
+// Its traits, on by default: `OTLP` is `taskid serve --otlp-endpoint` (a span per run, exported
+// over OTLP/HTTP with swift-otel), `Etcd` is `taskid serve --etcd` (the slot map in etcd, through
+// its JSON API over AsyncHTTPClient). `--disable-default-traits` builds the server without them
+// (and without swift-otel, AsyncHTTPClient and BoringSSL: the sanitizer build of the tests does).
 let package = Package(
     name: "TaskIdentityTools",
     platforms: [.macOS(.v15)],
@@ -16,7 +17,8 @@ let package = Package(
     ],
     traits: [
         .trait(name: "OTLP", description: "taskid serve --otlp-endpoint: a span per run, exported over OTLP/HTTP."),
-        .default(enabledTraits: ["OTLP"]),
+        .trait(name: "Etcd", description: "taskid serve --etcd: the slot map in etcd, on leases."),
+        .default(enabledTraits: ["OTLP", "Etcd"]),
     ],
     dependencies: [
         .package(
@@ -26,6 +28,8 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
         // OTLP over HTTP only: the gRPC exporter would add gRPC to the build for nothing.
         .package(url: "https://github.com/swift-otel/swift-otel", from: "1.6.0", traits: ["OTLPHTTP"]),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.25.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.81.0"),
     ],
     targets: [
         .executableTarget(
@@ -37,6 +41,8 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "OTel", package: "swift-otel", condition: .when(traits: ["OTLP"])),
+                .product(name: "AsyncHTTPClient", package: "async-http-client", condition: .when(traits: ["Etcd"])),
+                .product(name: "NIOCore", package: "swift-nio", condition: .when(traits: ["Etcd"])),
             ]
         ),
         .testTarget(

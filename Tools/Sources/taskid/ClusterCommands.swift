@@ -59,7 +59,13 @@ extension RegistryServer {
     /// The error for a key of `slot`, nil when this node serves it. Any thread.
     static func redirection(toSlot slot: Int, in cluster: ClusterConfiguration) -> String? {
         guard let owner = cluster.owner(ofSlot: slot) else { return "CLUSTERDOWN Hash slot not served" }
-        guard owner != cluster.myIndex else { return nil }
+        guard owner != cluster.myIndex else {
+            // On etcd: serve only while the lease is certainly alive (`LeaseFence`).
+            if let until = cluster.servingUntil, MonotonicClock.nanoseconds() >= until {
+                return "CLUSTERDOWN The node's claim on this slot is not confirmed (its etcd lease may have expired)"
+            }
+            return nil
+        }
         let node = cluster.nodes[owner]
         return "MOVED \(slot) \(addressText(host: node.host, port: node.port))"
     }

@@ -45,6 +45,9 @@ struct ClusterConfiguration: Sendable, Equatable {
     let myIndex: Int
     /// Each slot's node, an index into `nodes`, or -1 when no node serves it.
     private let owners: [Int16]
+    /// On etcd (`--etcd`), until when (monotonic nanoseconds, the front loop's clock) this node
+    /// may serve its own slots: its lease fence (`LeaseFence`). nil for a static cluster.
+    let servingUntil: UInt64?
 
     /// This process's node.
     var myself: ClusterNode { nodes[myIndex] }
@@ -73,6 +76,13 @@ struct ClusterConfiguration: Sendable, Equatable {
             ranges.append(first...(slot - 1))
         }
         return ranges
+    }
+
+    private init(nodes: [ClusterNode], myIndex: Int, owners: [Int16], servingUntil: UInt64?) {
+        self.nodes = nodes
+        self.myIndex = myIndex
+        self.owners = owners
+        self.servingUntil = servingUntil
     }
 
     /// The most nodes a configuration may list (an index fits the slot table's `Int16`).
@@ -209,10 +219,42 @@ struct ClusterConfiguration: Sendable, Equatable {
         guard let myIndex = nodes.firstIndex(where: { $0.id == myself }) else {
             throw ClusterConfigurationError(description: "\(source) has no node '\(excerpt(myself))' (--cluster-node)")
         }
-        return ClusterConfiguration(nodes: nodes, myIndex: myIndex, owners: owners)
+        return ClusterConfiguration(nodes: nodes, myIndex: myIndex, owners: owners, servingUntil: nil)
     }
 
-    private static func isValidID(_ id: String) -> Bool {
+    /// The cluster as etcd describes it now (`--etcd`): `members` (id, host, port; this node
+    /// among them, or added), each block's owner id (nil: nobody's, or not served here yet),
+    /// and this node's fence.
+    init(
+        members: [(id: String, host: String, port: Int)], blockOwners: [String?], myself: ClusterNode,
+        servingUntil: UInt64
+    ) {
+        var list = members.sorted { $0.id < $1.id }
+        if !list.contains(where: { $0.id == myself.id }) {
+            list.append((myself.id, myself.host, myself.port))
+            list.sort { $0.id < $1.id }
+        }
+        let index = Dictionary(uniqueKeysWithValues: list.enumerated().map { ($1.id, $0) })
+        var owners = [Int16](repeating: -1, count: HashSlot.count)
+        var ranges = [[ClosedRange<Int>]](repeating: [], count: list.count)
+        for (block, owner) in blockOwners.enumerated() {
+            guard let owner, let node = index[owner] else { continue }
+            let slots = SlotBlocks.slots(ofBlock: block)
+            for slot in slots { owners[slot] = Int16(node) }
+            if let last = ranges[node].last, last.upperBound + 1 == slots.lowerBound {
+                ranges[node][ranges[node].count - 1] = last.lowerBound...slots.upperBound
+            } else {
+                ranges[node].append(slots)
+            }
+        }
+        nodes = list.enumerated().map { ClusterNode(id: $1.id, host: $1.host, port: $1.port, slotRanges: ranges[$0]) }
+        myIndex = index[myself.id]!
+        self.owners = owners
+        self.servingUntil = servingUntil
+    }
+
+    /// Whether `id` is 1 to 40 letters, digits, `-`, `_` or `.`.
+    static func isValidID(_ id: String) -> Bool {
         (1...40).contains(id.utf8.count)
             && id.utf8.allSatisfy { byte in
                 (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte)

@@ -158,6 +158,9 @@ extension RegistryServer {
                         return existed
                     }
                     if existed { removed += 1 }
+                    if let keysByBlock {
+                        keysByBlock.value[SlotBlocks.block(ofSlot: HashSlot.of(key.bytes))].remove(key)
+                    }
                 }
                 RESPReply.integer(removed, into: &out)
             case "EXISTS":
@@ -302,5 +305,6 @@ extension RegistryServer {
     private func declare(key: ServerKey, id: ServerID) throws {
         let index = registry.shardIndex(for: key)
         try registry.shards[index].task(key, id: id, template: works[index])
+        if let keysByBlock { keysByBlock.value[SlotBlocks.block(ofSlot: HashSlot.of(key.bytes))].insert(key) }
     }
 }

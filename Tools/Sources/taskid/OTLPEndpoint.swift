@@ -38,7 +38,10 @@ struct OTLPEndpoint: Equatable, CustomStringConvertible {
             }
         }
         if let tracesURL {
-            try Self.checkURL(tracesURL, setting: "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", pathAllowed: true)
+            if let problem = HTTPURLCheck.problem(with: tracesURL, pathAllowed: true) {
+                throw OTLPEndpointError(
+                    setting: "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", value: tracesURL, reason: problem)
+            }
             return OTLPEndpoint(tracesURL: tracesURL)
         }
         return try OTLPEndpoint(base: base!, setting: "OTEL_EXPORTER_OTLP_ENDPOINT")
@@ -50,62 +53,10 @@ struct OTLPEndpoint: Equatable, CustomStringConvertible {
 
     /// The endpoint of a collector whose base URL is `base` (`http://host:4318`).
     init(base: String, setting: String) throws(OTLPEndpointError) {
-        try Self.checkURL(base, setting: setting, pathAllowed: false)
+        if let problem = HTTPURLCheck.problem(with: base, pathAllowed: false, pathNote: "spans go to <URL>/v1/traces") {
+            throw OTLPEndpointError(setting: setting, value: base, reason: problem)
+        }
         tracesURL = (base.hasSuffix("/") ? String(base.dropLast()) : base) + "/v1/traces"
-    }
-
-    /// Refuses what is not `http(s)://HOST[:PORT]` (and a path, when allowed): no scheme or
-    /// another, an empty host, a port that is not a number in 1...65535, spaces or control
-    /// characters.
-    private static func checkURL(_ url: String, setting: String, pathAllowed: Bool) throws(OTLPEndpointError) {
-        func refuse(_ reason: String) -> OTLPEndpointError {
-            OTLPEndpointError(setting: setting, value: url, reason: reason)
-        }
-        guard url.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value != 0x7F }) else {
-            throw refuse("spaces and control characters are not allowed")
-        }
-        let rest: Substring
-        if url.hasPrefix("http://") {
-            rest = url.dropFirst("http://".count)
-        } else if url.hasPrefix("https://") {
-            rest = url.dropFirst("https://".count)
-        } else {
-            throw refuse("the URL must start with http:// or https://")
-        }
-        let authority = rest.prefix { $0 != "/" }
-        let path = rest.dropFirst(authority.count)
-        if !pathAllowed && path != "" && path != "/" {
-            throw refuse("give the collector's base URL, without a path: spans go to <URL>/v1/traces")
-        }
-        var host = authority
-        if authority.hasPrefix("[") {
-            // An IPv6 literal: [::1] or [::1]:4318.
-            guard let close = authority.firstIndex(of: "]") else { throw refuse("an IPv6 address needs its closing ]") }
-            host = authority[...close]
-            let after = authority[authority.index(after: close)...]
-            if !after.isEmpty {
-                guard after.hasPrefix(":") else { throw refuse("only :PORT may follow an IPv6 address") }
-                try checkPort(after.dropFirst(), refuse)
-            }
-        } else if let colon = authority.lastIndex(of: ":") {
-            host = authority[..<colon]
-            try checkPort(authority[authority.index(after: colon)...], refuse)
-        }
-        guard host.count > (host.hasPrefix("[") ? 2 : 0) else { throw refuse("the host is empty") }
-        if !host.hasPrefix("[") {
-            let allowed = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_")
-            guard host.allSatisfy({ allowed.contains($0) }) else {
-                throw refuse("the host may hold letters, digits, '.', '-' and '_' only")
-            }
-        }
-    }
-
-    private static func checkPort(
-        _ port: Substring, _ refuse: (String) -> OTLPEndpointError
-    ) throws(OTLPEndpointError) {
-        guard !port.isEmpty, port.allSatisfy(\.isASCII), port.allSatisfy(\.isNumber), let number = Int(port),
-            (1...65_535).contains(number)
-        else { throw refuse("the port must be a number in 1...65535") }
     }
 }
 

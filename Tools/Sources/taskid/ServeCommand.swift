@@ -150,8 +150,32 @@ struct ServeCommand: AsyncParsableCommand {
             valueName: "file"))
     var clusterConfig: String?
 
-    @Option(help: ArgumentHelp("This node's ID in --cluster-config.", valueName: "id"))
+    @Option(help: ArgumentHelp("This node's ID in --cluster-config, or on --etcd.", valueName: "id"))
     var clusterNode: String?
+
+    @Option(
+        help: ArgumentHelp(
+            "Cluster mode with the slot map in etcd: comma-separated etcd endpoints, http://HOST:PORT.",
+            discussion: """
+                The node registers under a lease, claims its share of the slots by \
+                compare-and-swap, follows the map with a watch (CLUSTER SLOTS, SHARDS, NODES and \
+                -MOVED say what etcd says), and serves a slot only while its lease is certainly \
+                alive. A dead node's slots are claimed by the others when its lease expires; \
+                SIGTERM hands them over first. Needs --cluster-node; not with --cluster-config. \
+                Clients are sent to --host, which must be an address they can reach.
+                """,
+            valueName: "endpoints"))
+    var etcd: String?
+
+    @Option(
+        name: .customLong("etcd-lease-seconds"), parsing: .unconditional,
+        help: "With --etcd: the lease's time to live; a node silent this long loses its slots (1...60).")
+    var etcdLeaseSeconds = EtcdSettings.defaultLeaseSeconds
+
+    @Option(
+        help: ArgumentHelp(
+            "With --etcd: the cluster's name; its keys live under /taskid/NAME/.", valueName: "name"))
+    var etcdCluster = "taskid"
 
     @Option(
         help: ArgumentHelp(
@@ -181,6 +205,7 @@ struct ServeCommand: AsyncParsableCommand {
         }
         if let port { try check("--port", port, in: 0...65_535) }
         _ = try clusterConfiguration()
+        _ = try etcdSettings()
         try check("--loops", loops, in: 1...64)
         try check("--debounce-ms", debounceMilliseconds, in: 0...86_400_000)
         try check("--timeout-ms", timeoutMilliseconds, in: 0...86_400_000)
@@ -228,6 +253,40 @@ struct ServeCommand: AsyncParsableCommand {
         #endif
     }
 
+    /// The etcd settings the options give: nil without `--etcd`. Any thread.
+    /// - Throws: `ValidationError` for a setting that cannot be used, `--etcd` without
+    ///   `--cluster-node` or beside `--cluster-config`, or a `--host` no client can be sent to.
+    func etcdSettings() throws -> EtcdSettings? {
+        guard let etcd else {
+            if etcdLeaseSeconds != EtcdSettings.defaultLeaseSeconds || etcdCluster != "taskid" {
+                throw ValidationError("--etcd-lease-seconds and --etcd-cluster need --etcd")
+            }
+            return nil
+        }
+        guard clusterConfig == nil else { throw ValidationError("--etcd and --cluster-config exclude each other") }
+        guard let clusterNode else { throw ValidationError("--etcd needs --cluster-node (this node's id)") }
+        guard ClusterConfiguration.isValidID(clusterNode) else {
+            throw ValidationError(
+                "--cluster-node '\(ClusterConfiguration.excerpt(clusterNode))' is not 1 to 40 letters, digits, '-', '_' or '.'"
+            )
+        }
+        guard !["0.0.0.0", "::", "[::]"].contains(host) else {
+            throw ValidationError(
+                "--etcd: --host \(host) is not an address clients can be sent to; give the node's own")
+        }
+        let settings: EtcdSettings
+        do {
+            settings = try EtcdSettings(endpoints: etcd, leaseSeconds: etcdLeaseSeconds, clusterName: etcdCluster)
+        } catch {
+            throw ValidationError("\(error)")
+        }
+        #if Etcd
+            return settings
+        #else
+            throw ValidationError("--etcd needs taskid built with its Etcd trait (on by default)")
+        #endif
+    }
+
     /// The cluster the options name, read from its file: nil without `--cluster-config`. Any
     /// thread.
     /// - Throws: `ValidationError` when only one of the two cluster options is given, the file
@@ -236,8 +295,10 @@ struct ServeCommand: AsyncParsableCommand {
         switch (clusterConfig, clusterNode) {
         case (nil, nil):
             return nil
+        case (nil, .some) where etcd != nil:
+            return nil
         case (nil, .some):
-            throw ValidationError("--cluster-node needs --cluster-config")
+            throw ValidationError("--cluster-node needs --cluster-config or --etcd")
         case (.some, nil):
             throw ValidationError("--cluster-config needs --cluster-node (this node's id in the file)")
         case (.some(let path), .some(let id)):
@@ -264,6 +325,14 @@ struct ServeCommand: AsyncParsableCommand {
             configuration.cluster = cluster
             configuration.host = host
             configuration.port = port ?? cluster?.myself.port ?? 6380
+            if let etcd = try etcdSettings(), let clusterNode {
+                configuration.etcd = etcd
+                // Until etcd answers: a cluster of this node alone, serving nothing.
+                configuration.cluster = ClusterConfiguration(
+                    members: [], blockOwners: Array(repeating: nil, count: SlotBlocks.count),
+                    myself: ClusterNode(id: clusterNode, host: host, port: configuration.port, slotRanges: []),
+                    servingUntil: 0)
+            }
             configuration.loops = loops
             configuration.debounceMilliseconds = debounceMilliseconds
             configuration.timeoutMilliseconds = timeoutMilliseconds

@@ -43,9 +43,18 @@ final class RegistryServer: Sendable {
     /// on another loop's shard); nil with one loop, where nothing a command does suspends.
     /// Any thread may read it; it is used on the front loop only.
     let gate: TransactionGate?
-    /// The static cluster this node belongs to (`configuration.cluster`), kept here so that the
-    /// SET path reads it without copying the configuration. Any thread.
-    let cluster: ClusterConfiguration?
+    /// The cluster this node belongs to, as it serves it now: the static one of
+    /// `configuration.cluster`, or on etcd the slot map `EtcdOwnership` publishes
+    /// (`updateCluster`); nil for a standalone server. Front loop only.
+    private let clusterState: LoopBound<ClusterConfiguration?>
+
+    /// The cluster as served now (see `clusterState`). Front loop only.
+    var cluster: ClusterConfiguration? { clusterState.value }
+
+    /// Keys this node has stored, by slot block, kept on etcd only: a block this node gains
+    /// must start empty (what it stored when it last owned the block may be older than what
+    /// its owner since then acknowledged), and these are the keys to drop. Front loop only.
+    let keysByBlock: LoopBound<[Set<ServerKey>]>?
 
     /// Creates the loops and the shards; listens only at `start`.
     ///
@@ -67,7 +76,40 @@ final class RegistryServer: Sendable {
         }
         front = LoopBound(FrontLoopState(), loop: group.loops[0])
         gate = configuration.loops > 1 ? TransactionGate(loop: group.loops[0]) : nil
-        cluster = configuration.cluster
+        clusterState = LoopBound(configuration.cluster, loop: group.loops[0])
+        keysByBlock =
+            configuration.etcd != nil
+            ? LoopBound(Array(repeating: [], count: SlotBlocks.count), loop: group.loops[0]) : nil
+    }
+
+    /// Serves `cluster` from now on (etcd's slot map changed, or this node's fence moved),
+    /// unless a view numbered later than `number` is served already: views handed over
+    /// concurrently may land in either order, and an older one must never come back (it may
+    /// still serve a block given back since). Any task: hops to the front loop.
+    func updateCluster(_ cluster: ClusterConfiguration, number: UInt64) async {
+        _ = try? await frontLoop.submit {
+            guard number > self.front.value.clusterViewNumber else { return }
+            self.front.value.clusterViewNumber = number
+            self.clusterState.value = cluster
+        }
+    }
+
+    /// Removes every key this node stored in `blocks`, so that it serves them empty (see
+    /// `keysByBlock`). Any task; returns once they are gone.
+    func dropKeys(inBlocks blocks: [Int]) async {
+        guard let keysByBlock else { return }
+        let keys: [ServerKey] =
+            (try? await frontLoop.submit {
+                var dropped: [ServerKey] = []
+                for block in blocks {
+                    dropped += keysByBlock.value[block]
+                    keysByBlock.value[block] = []
+                }
+                return dropped
+            }) ?? []
+        for key in keys {
+            _ = try? await registry.onShard(for: key) { try $0.remove(key) }
+        }
     }
 
     /// The port bound by `start`, 0 before. Any thread.
@@ -384,4 +426,6 @@ struct FrontLoopState {
     /// off the loop): other `TASK.TRACE` commands are refused meanwhile, so that none starts,
     /// dumps or stops the trace between its size check and its stop.
     var traceReplyInProgress = false
+    /// On etcd, the number of the view of the cluster served now (`updateCluster`).
+    var clusterViewNumber: UInt64 = 0
 }

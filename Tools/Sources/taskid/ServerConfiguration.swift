@@ -73,4 +73,8 @@ struct ServerConfiguration: Sendable, Equatable {
     /// `--cluster-config` and `--cluster-node`: the static cluster this node belongs to; nil
     /// for a standalone server, which serves every key.
     var cluster: ClusterConfiguration?
+    /// `--etcd` and its settings: the slot map lives in etcd, claimed on this node's lease
+    /// (`EtcdOwnership`); `cluster` is then this node's view of it. nil for a static or a
+    /// standalone server.
+    var etcd: EtcdSettings?
 }

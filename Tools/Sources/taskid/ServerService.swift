@@ -47,7 +47,7 @@ struct ServerService: Service {
                 "debounce_ms": "\(configuration.debounceMilliseconds)",
                 "timeout_ms": "\(configuration.timeoutMilliseconds)", "max_running": "\(configuration.maxRunning)",
             ])
-        if let cluster = configuration.cluster, !cluster.coversEverySlot {
+        if let cluster = configuration.cluster, configuration.etcd == nil, !cluster.coversEverySlot {
             let unserved = cluster.unservedSlots
             let count = unserved.reduce(0) { $0 + $1.count }
             let shown = unserved.prefix(4).map {
@@ -57,10 +57,22 @@ struct ServerService: Service {
                 "\(count) slots are served by no node in the cluster file (\(shown.joined(separator: ", "))\(unserved.count > 4 ? ", …" : "")): their keys get -CLUSTERDOWN, and CLUSTER INFO says cluster_state:fail"
             )
         }
+        #if Etcd
+            let ownership = configuration.etcd.map { startOwnership($0, server: server, port: port) }
+        #endif
         ReadyLine(host: configuration.host, port: port, loops: configuration.loops, pid: getpid()).emit()
         // Returns on graceful shutdown; throws CancellationError when the group cancels us.
         // Either way the server stops the same way.
         try? await gracefulShutdown()
+        #if Etcd
+            if let ownership {
+                // Its slots go to the others before the drain, so that its clients are sent there.
+                await ownership.coordinator.handOver()
+                ownership.task.cancel()
+                await ownership.task.value
+                try? await ownership.http.shutdown()
+            }
+        #endif
         logger.info(
             "shutting down: delivering the replies owed, for \(configuration.drainTimeoutMilliseconds) ms at most")
         let report = await server.stop()
@@ -77,6 +89,39 @@ struct ServerService: Service {
         logger.info("stopped; every reply delivered (\(report.clients) clients)")
     }
 }
+
+#if Etcd
+    import AsyncHTTPClient
+    import NIOCore
+
+    extension ServerService {
+        /// Slot ownership on etcd, running: its coordinator, its task and its HTTP client.
+        struct RunningOwnership {
+            let coordinator: EtcdOwnership
+            let task: Task<Void, Never>
+            let http: HTTPClient
+        }
+
+        /// Starts following and claiming slots on etcd for `server`, listening on `port`.
+        func startOwnership(_ settings: EtcdSettings, server: RegistryServer, port: Int) -> RunningOwnership {
+            let http = HTTPClient(eventLoopGroupProvider: .singleton)
+            let myself = server.configuration.cluster!.myself
+            let coordinator = EtcdOwnership(
+                settings: settings, myself: ClusterNode(id: myself.id, host: myself.host, port: port, slotRanges: []),
+                client: EtcdClient(endpoints: settings.endpoints, http: http, timeout: .seconds(2)),
+                logger: logger,
+                publish: { await server.updateCluster($0, number: $1) },
+                dropKeys: { await server.dropKeys(inBlocks: $0) })
+            logger.info(
+                "cluster on etcd",
+                metadata: [
+                    "endpoints": "\(settings.endpoints.joined(separator: ","))", "lease_s": "\(settings.leaseSeconds)",
+                    "prefix": "\(settings.prefix)",
+                ])
+            return RunningOwnership(coordinator: coordinator, task: Task { await coordinator.run() }, http: http)
+        }
+    }
+#endif
 
 /// A stop whose drain timed out, or whose trace file was not written, is an error of the
 /// service: `taskid serve` then exits 1.

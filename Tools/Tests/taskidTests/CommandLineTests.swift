@@ -79,6 +79,29 @@ struct CommandLineTests {
             "--trace '/no/such/dir/t.json' cannot be written: No such file or directory"
         ),
         (["--trace", "/proc/t.json"], "--trace '/proc/t.json' cannot be written: "),
+        (["--etcd", "http://127.0.0.1:2379"], "--etcd needs --cluster-node (this node's id)"),
+        (["--etcd", "", "--cluster-node", "n"], "give one or more http://HOST:PORT, separated by commas, none empty"),
+        (["--etcd", "http://a:1,,http://b:2", "--cluster-node", "n"], "none empty"),
+        (
+            ["--etcd", "etcd:2379", "--cluster-node", "n"],
+            "--etcd 'etcd:2379' cannot be used: the URL must start with http://"
+        ),
+        (["--etcd", "http://a:1,http://a:1/", "--cluster-node", "n"], "an endpoint is listed twice"),
+        (
+            ["--etcd", "http://a:1/v3", "--cluster-node", "n"],
+            "give the base URL, without a path: etcd's API is at its root"
+        ),
+        (
+            ["--etcd", "http://a:1", "--cluster-node", "n", "--etcd-lease-seconds", "0"],
+            "--etcd-lease-seconds takes an integer in 1...60, got '0'"
+        ),
+        (["--etcd", "http://a:1", "--cluster-node", "n", "--etcd-cluster", "a/b"], "1 to 64 letters, digits"),
+        (["--etcd-lease-seconds", "5"], "--etcd-lease-seconds and --etcd-cluster need --etcd"),
+        (
+            ["--etcd", "http://a:1", "--cluster-node", "n", "--host", "0.0.0.0"],
+            "not an address clients can be sent to"
+        ),
+        (["--etcd", "http://a:1", "--cluster-node", "n/1"], "--cluster-node 'n/1' is not 1 to 40 letters"),
         (
             ["--otlp-endpoint", "localhost:4318"],
             "--otlp-endpoint 'localhost:4318' cannot be used: the URL must start with http:// or https://"
@@ -90,7 +113,10 @@ struct CommandLineTests {
         (["--otlp-endpoint", "http://h:65536"], "the port must be a number in 1...65535"),
         (["--otlp-endpoint", "http://no.such.host!:4318"], "the host may hold letters, digits"),
         (["--otlp-endpoint", "http://[::1:4318"], "an IPv6 address needs its closing ]"),
-        (["--otlp-endpoint", "http://h:4318/v1/traces"], "without a path: spans go to <URL>/v1/traces"),
+        (
+            ["--otlp-endpoint", "http://h:4318/v1/traces"],
+            "give the base URL, without a path: spans go to <URL>/v1/traces"
+        ),
         (
             ["--otlp-endpoint", "http://h\u{1B}[31m:1"],
             "'http://h\\u{1B}[31m:1' cannot be used: spaces and control characters"
@@ -143,6 +169,30 @@ struct CommandLineTests {
                     == true)
         #endif
     }
+
+    #if Etcd
+        @Test func etcdSettingsReachTheConfiguration() throws {
+            let command = try ServeCommand.parse([
+                "--etcd", "http://127.0.0.1:2379,http://[::1]:2380/", "--cluster-node", "n1", "--etcd-lease-seconds",
+                "5", "--etcd-cluster", "prod.eu", "--port", "7001",
+            ])
+            let configuration = try command.serverConfiguration
+            #expect(configuration.etcd?.endpoints == ["http://127.0.0.1:2379", "http://[::1]:2380"])
+            #expect(configuration.etcd?.leaseSeconds == 5)
+            #expect(configuration.etcd?.prefix == "/taskid/prod.eu/")
+            let cluster = try #require(configuration.cluster)
+            #expect(cluster.myself == ClusterNode(id: "n1", host: "127.0.0.1", port: 7001, slotRanges: []))
+            #expect(cluster.owner(ofSlot: 0) == nil, "nothing served before etcd answers")
+        }
+    #else
+        @Test func etcdIsRefusedWithoutItsTrait() {
+            let error = #expect(throws: (any Error).self) {
+                try ServeCommand.parse(["--etcd", "http://127.0.0.1:2379", "--cluster-node", "n1"])
+            }
+            #expect(
+                error.map { ServeCommand.message(for: $0) }?.contains("needs taskid built with its Etcd trait") == true)
+        }
+    #endif
 
     @Test func aDanglingSymbolicLinkIsRefusedAndLeftAlone() throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("taskid-link-\(getpid())").path

@@ -1,0 +1,216 @@
+#if Etcd
+    import AsyncHTTPClient
+    import Foundation
+    import NIOCore
+
+    /// The few etcd v3 calls slot ownership needs, through etcd's JSON gateway (`/v3/…`, the
+    /// same API as its gRPC one, keys and values base64 in JSON) over AsyncHTTPClient: leases
+    /// (grant, keep-alive, revoke), a compare-and-swap claim and release, a prefix read, and a
+    /// watch. Endpoints are tried in order until one answers.
+    ///
+    /// `Sendable`: immutable; the HTTP client is thread-safe. Any task.
+    struct EtcdClient: Sendable {
+        /// The etcd members' base URLs, `http://host:port`.
+        let endpoints: [String]
+        let http: HTTPClient
+        /// How long one call may take.
+        let timeout: TimeAmount
+
+        /// A key and its value, as etcd holds them.
+        struct KeyValue: Sendable, Equatable {
+            let key: String
+            let value: String
+        }
+
+        /// One change a watch reports: a key set to a value, or deleted (its lease expired,
+        /// or it was released).
+        enum Change: Sendable, Equatable {
+            case put(KeyValue)
+            case delete(key: String)
+        }
+
+        /// An etcd call that failed: no endpoint answered, or one answered with an error.
+        struct Failure: Error, CustomStringConvertible {
+            let description: String
+        }
+
+        /// Grants a lease of `seconds`; returns its id and the time to live etcd granted.
+        func grantLease(seconds: Int) async throws -> (id: String, ttl: Int) {
+            let reply = try await call("/v3/lease/grant", ["TTL": seconds])
+            guard let id = reply["ID"] as? String, let ttl = Int(reply["TTL"] as? String ?? "") else {
+                throw Failure(description: "etcd granted no lease: \(reply)")
+            }
+            return (id, ttl)
+        }
+
+        /// Keeps lease `id` alive; returns the time to live left, 0 when it has expired.
+        func keepAlive(_ id: String) async throws -> Int {
+            let reply = try await call("/v3/lease/keepalive", ["ID": id])
+            let result = reply["result"] as? [String: Any] ?? [:]
+            return Int(result["TTL"] as? String ?? "0") ?? 0
+        }
+
+        /// Revokes lease `id`: every key bound to it is deleted at once.
+        func revoke(_ id: String) async throws {
+            _ = try await call("/v3/lease/revoke", ["ID": id])
+        }
+
+        /// Sets `key` to `value`, bound to `lease`, only if the key does not exist; whether it
+        /// did (the compare-and-swap that makes a claim exclusive).
+        func createIfAbsent(_ key: String, value: String, lease: String) async throws -> Bool {
+            let reply = try await call(
+                "/v3/kv/txn",
+                [
+                    "compare": [["key": Self.encode(key), "target": "CREATE", "create_revision": "0"]],
+                    "success": [
+                        ["request_put": ["key": Self.encode(key), "value": Self.encode(value), "lease": lease]]
+                    ],
+                ])
+            return reply["succeeded"] as? Bool ?? false
+        }
+
+        /// Sets `key` to `value`, bound to `lease`, whatever it held.
+        func put(_ key: String, value: String, lease: String) async throws {
+            _ = try await call(
+                "/v3/kv/put", ["key": Self.encode(key), "value": Self.encode(value), "lease": lease])
+        }
+
+        /// Deletes `key` only if it holds `value`; whether it did (a release never deletes
+        /// another node's claim).
+        func deleteIfValue(_ key: String, value: String) async throws -> Bool {
+            let reply = try await call(
+                "/v3/kv/txn",
+                [
+                    "compare": [["key": Self.encode(key), "target": "VALUE", "value": Self.encode(value)]],
+                    "success": [["request_delete_range": ["key": Self.encode(key)]]],
+                ])
+            return reply["succeeded"] as? Bool ?? false
+        }
+
+        /// Every key under `prefix` with its value, and the revision they were read at.
+        func read(prefix: String) async throws -> (revision: Int64, values: [KeyValue]) {
+            let reply = try await call(
+                "/v3/kv/range", ["key": Self.encode(prefix), "range_end": Self.encode(Self.rangeEnd(of: prefix))])
+            let header = reply["header"] as? [String: Any] ?? [:]
+            let revision = Int64(header["revision"] as? String ?? "0") ?? 0
+            let values = (reply["kvs"] as? [[String: Any]] ?? []).compactMap { entry -> KeyValue? in
+                guard let key = Self.decode(entry["key"]) else { return nil }
+                return KeyValue(key: key, value: Self.decode(entry["value"]) ?? "")
+            }
+            return (revision, values)
+        }
+
+        /// The changes under `prefix` after `revision`, as etcd reports them, until the stream
+        /// ends (etcd went away) or the task is cancelled. Reads from the first endpoint that
+        /// answers.
+        func watch(prefix: String, after revision: Int64) async throws -> AsyncThrowingStream<[Change], any Error> {
+            let body: [String: Any] = [
+                "create_request": [
+                    "key": Self.encode(prefix), "range_end": Self.encode(Self.rangeEnd(of: prefix)),
+                    "start_revision": String(revision + 1),
+                ]
+            ]
+            var lastError: (any Error)?
+            for endpoint in endpoints {
+                do {
+                    var request = HTTPClientRequest(url: endpoint + "/v3/watch")
+                    request.method = .POST
+                    request.body = .bytes(ByteBuffer(bytes: try JSONSerialization.data(withJSONObject: body)))
+                    let response = try await http.execute(request, timeout: timeout)
+                    guard response.status == .ok else { throw Failure(description: "watch: HTTP \(response.status)") }
+                    return AsyncThrowingStream { continuation in
+                        let reader = Task {
+                            var pending: [UInt8] = []
+                            do {
+                                for try await chunk in response.body {
+                                    pending += chunk.readableBytesView
+                                    while let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
+                                        let line = Array(pending[..<newline])
+                                        pending.removeSubrange(...newline)
+                                        let changes = try Self.changes(inWatchLine: line)
+                                        if !changes.isEmpty { continuation.yield(changes) }
+                                    }
+                                }
+                                continuation.finish()
+                            } catch {
+                                continuation.finish(throwing: error)
+                            }
+                        }
+                        continuation.onTermination = { _ in reader.cancel() }
+                    }
+                } catch {
+                    lastError = error
+                }
+            }
+            throw Failure(
+                description: "no etcd endpoint answered the watch: \(lastError.map { "\($0)" } ?? "none given")")
+        }
+
+        // MARK: - The JSON gateway
+
+        /// POSTs `body` as JSON to `path` on the first endpoint that answers; its JSON reply.
+        private func call(_ path: String, _ body: [String: Any]) async throws -> [String: Any] {
+            let data = try JSONSerialization.data(withJSONObject: body)
+            var lastError: (any Error)?
+            for endpoint in endpoints {
+                do {
+                    var request = HTTPClientRequest(url: endpoint + path)
+                    request.method = .POST
+                    request.body = .bytes(ByteBuffer(bytes: data))
+                    let response = try await http.execute(request, timeout: timeout)
+                    let bytes = try await response.body.collect(upTo: 4 << 20)
+                    let text = String(buffer: bytes)
+                    // A streaming call (keep-alive) answers one JSON line.
+                    let first = text.split(separator: "\n").first.map(String.init) ?? ""
+                    guard let reply = try JSONSerialization.jsonObject(with: Data(first.utf8)) as? [String: Any] else {
+                        throw Failure(description: "\(path): not a JSON object")
+                    }
+                    guard response.status == .ok else {
+                        throw Failure(
+                            description: "\(path): HTTP \(response.status.code): \(reply["message"] ?? first)")
+                    }
+                    return reply
+                } catch let failure as Failure {
+                    throw failure  // etcd answered: another endpoint would answer the same
+                } catch {
+                    lastError = error
+                }
+            }
+            throw Failure(
+                description: "no etcd endpoint answered \(path): \(lastError.map { "\($0)" } ?? "none given")")
+        }
+
+        /// The changes one line of a watch stream reports (none for the line that confirms
+        /// the watch was made).
+        static func changes(inWatchLine line: [UInt8]) throws -> [Change] {
+            guard let object = try JSONSerialization.jsonObject(with: Data(line)) as? [String: Any],
+                let result = object["result"] as? [String: Any]
+            else {
+                throw Failure(
+                    description: "a watch line that is not a result: \(String(decoding: line, as: UTF8.self))")
+            }
+            if result["canceled"] as? Bool == true {
+                throw Failure(description: "etcd cancelled the watch: \(result["cancel_reason"] ?? "no reason given")")
+            }
+            return (result["events"] as? [[String: Any]] ?? []).compactMap { event in
+                guard let kv = event["kv"] as? [String: Any], let key = decode(kv["key"]) else { return nil }
+                if event["type"] as? String == "DELETE" { return .delete(key: key) }
+                return .put(KeyValue(key: key, value: decode(kv["value"]) ?? ""))
+            }
+        }
+
+        static func encode(_ text: String) -> String { Data(text.utf8).base64EncodedString() }
+
+        static func decode(_ value: Any?) -> String? {
+            guard let text = value as? String, let data = Data(base64Encoded: text) else { return nil }
+            return String(decoding: data, as: UTF8.self)
+        }
+
+        /// The end of the range of keys starting with `prefix`: its last byte plus one.
+        static func rangeEnd(of prefix: String) -> String {
+            var bytes = Array(prefix.utf8)
+            bytes[bytes.count - 1] += 1
+            return String(decoding: bytes, as: UTF8.self)
+        }
+    }
+#endif

@@ -1,0 +1,311 @@
+#!/usr/bin/env python3
+"""`taskid serve --etcd` end to end: etcd and N nodes on loopback, the slot map on leases.
+
+    cluster-etcd.py TASKID [--nodes N] [--lease SECONDS]
+
+Starts etcd (a data directory of its own, free ports) and N nodes (default 3) with
+`--etcd`, then checks, each step with its figure:
+  1. the nodes share the 16,384 slots evenly, by etcd's map (CLUSTER SLOTS), and every key is
+     answered by its owner (-MOVED elsewhere);
+  2. a node stopped with SIGTERM hands its slots over before it exits (exit 0): the others
+     serve them within a fraction of the lease, and empty (a key set on the old owner reads
+     nil: identities are not replicated, and never an old one);
+  3. a node SIGKILLed (not restarted) loses its slots when its lease expires: every one of its
+     slot blocks is served by a survivor within the lease time plus 1 s, measured per block;
+  4. a node joining takes its share;
+  5. a node paused (SIGSTOP) for longer than its lease never answers for its old slots once it
+     runs again: the survivors own them by then, and it answers -MOVED or -CLUSTERDOWN, never a
+     value.
+Every wait is bounded and fails with what it last saw. Stops every process it started.
+Exit codes: 0 passed, 1 a check failed, 2 usage, 3 could not set up.
+"""
+
+import argparse
+import importlib.util
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+spec = importlib.util.spec_from_file_location("cluster_load", os.path.join(HERE, "cluster-load.py"))
+cluster_load = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(cluster_load)
+Connection, RespError, key_slot, free_ports = (
+    cluster_load.Connection, cluster_load.RespError, cluster_load.key_slot, cluster_load.free_ports)
+
+SLOTS = 16384
+BLOCKS = 128
+SLOTS_PER_BLOCK = SLOTS // BLOCKS
+WAIT_S = 30.0
+
+
+class Failure(Exception):
+    pass
+
+
+def check(condition, message):
+    if not condition:
+        raise Failure(message)
+
+
+def wait_for(what, read, done, limit=WAIT_S, poll=0.02):
+    deadline = time.monotonic() + limit
+    while True:
+        value = read()
+        if done(value):
+            return value
+        if time.monotonic() > deadline:
+            raise Failure(f"{what}: not within {limit:.0f} s; last seen {value}")
+        time.sleep(poll)
+
+
+def call(port, *args):
+    """One command on a fresh connection; a RespError or a value, or the OSError."""
+    try:
+        connection = Connection(port, timeout=2.0)
+    except OSError as error:
+        return error
+    try:
+        return connection.call(*args)
+    except (OSError, cluster_load.Closed) as error:
+        return error
+    finally:
+        connection.close()
+
+
+def slot_owners(port):
+    """{slot-range start: port} from CLUSTER SLOTS on `port`, as a list of (first, last, port)."""
+    reply = call(port, "CLUSTER", "SLOTS")
+    if not isinstance(reply, list):
+        return []
+    return [(entry[0], entry[1], entry[2][1]) for entry in reply]
+
+
+def owner_of(slot, owners):
+    for first, last, port in owners:
+        if first <= slot <= last:
+            return port
+    return None
+
+
+def key_in_block(block, tag=""):
+    """A key whose slot lies in `block`."""
+    index = 0
+    while True:
+        key = f"k{tag}:{block}:{index}"
+        if key_slot(key) // SLOTS_PER_BLOCK == block:
+            return key
+        index += 1
+
+
+class Etcd:
+    def __init__(self, directory):
+        self.client_port, self.peer_port = free_ports(2)
+        self.url = f"http://127.0.0.1:{self.client_port}"
+        self.log = open(os.path.join(directory, "etcd.log"), "w")
+        self.process = subprocess.Popen(
+            ["etcd", "--data-dir", os.path.join(directory, "etcd-data"),
+             "--listen-client-urls", self.url, "--advertise-client-urls", self.url,
+             "--listen-peer-urls", f"http://127.0.0.1:{self.peer_port}",
+             "--initial-advertise-peer-urls", f"http://127.0.0.1:{self.peer_port}",
+             "--initial-cluster", f"default=http://127.0.0.1:{self.peer_port}"],
+            stdout=self.log, stderr=subprocess.STDOUT)
+        wait_for("etcd healthy", self.health, lambda ok: ok)
+
+    def health(self):
+        try:
+            with urllib.request.urlopen(self.url + "/health", timeout=1) as response:
+                return b'"true"' in response.read()
+        except OSError:
+            return False
+
+    def stop(self):
+        self.process.terminate()
+        self.process.wait(timeout=10)
+
+
+class Node:
+    def __init__(self, taskid, name, etcd, lease, directory):
+        self.name = name
+        (self.port,) = free_ports(1)
+        self.out_path = os.path.join(directory, f"{name}.out")
+        self.log_path = os.path.join(directory, f"{name}.log")
+        self.process = subprocess.Popen(
+            [taskid, "serve", "--port", str(self.port), "--cluster-node", name, "--etcd", etcd.url,
+             "--etcd-lease-seconds", str(lease), "--etcd-cluster", "check", "--work", "sleep:1"] + (["--log-level", "trace"] if os.environ.get("KEEP_LOGS") == "1" else []),
+            stdout=open(self.out_path, "w"), stderr=open(self.log_path, "w"))
+        ready = subprocess.run(
+            [os.path.join(HERE, "wait-ready"), "--name", name, str(self.process.pid), self.out_path, self.log_path],
+            capture_output=True, text=True)
+        check(ready.returncode == 0, f"{name} did not start: {ready.stderr}")
+
+    def alive(self):
+        return self.process.poll() is None
+
+    def log(self):
+        with open(self.log_path) as file:
+            return file.read()
+
+
+def served_evenly(port, nodes):
+    owners = slot_owners(port)
+    counts = {}
+    for first, last, owner in owners:
+        counts[owner] = counts.get(owner, 0) + last - first + 1
+    return counts
+
+
+def run(args, directory):
+    etcd = Etcd(directory)
+    nodes = [Node(args.taskid, f"node{i}", etcd, args.lease, directory) for i in range(args.nodes)]
+    try:
+        return steps(args, directory, etcd, nodes)
+    finally:
+        for node in nodes:
+            if node.alive():
+                node.process.send_signal(signal.SIGCONT)
+                node.process.kill()
+        etcd.stop()
+
+
+def settled(port, ports):
+    """The map covers every slot, over exactly `ports`, evenly, and every node of `ports`
+    serves the same map (each has taken in what it claimed)."""
+    counts = served_evenly(port, ports)
+    same = all(slot_owners(other) == slot_owners(port) for other in ports)
+    return (same and sum(counts.values()) == SLOTS and set(counts) == set(ports)
+            and max(counts.values()) - min(counts.values()) <= SLOTS_PER_BLOCK, counts)
+
+
+def steps(args, directory, etcd, nodes):
+    lease = args.lease
+    ports = [node.port for node in nodes]
+    started = time.monotonic()
+    _, counts = wait_for("the slots shared by every node", lambda: settled(ports[0], ports), lambda s: s[0])
+    print(f"ok: {len(nodes)} nodes share the slots by etcd's map in {time.monotonic() - started:.2f} s: "
+          f"{sorted(counts.values())} slots each")
+
+    # 1. Every key answered by its owner; -MOVED from the others.
+    owners = slot_owners(ports[0])
+    keys = [key_in_block(block, "a") for block in range(BLOCKS)]
+    for key in keys:
+        owner = owner_of(key_slot(key), owners)
+        reply = call(owner, "SET", key, "v1")
+        check(reply == b"OK", f"SET {key} on its owner {owner}: {reply}")
+        other = next(port for port in ports if port != owner)
+        moved = call(other, "GET", key)
+        check(isinstance(moved, RespError) and str(moved).startswith(f"MOVED {key_slot(key)} 127.0.0.1:{owner}"),
+              f"GET {key} on {other}: {moved}")
+    for key in keys:
+        owner = owner_of(key_slot(key), owners)
+        wait_for(f"{key}'s run finished", lambda: call(owner, "GET", key), lambda r: isinstance(r, list))
+    print(f"ok: {len(keys)} keys, one per block, set and read on their owners; -MOVED from the others")
+
+    # 2. SIGTERM hands the slots over before the node exits.
+    leaving = nodes[-1]
+    their_blocks = [b for b in range(BLOCKS) if owner_of(b * SLOTS_PER_BLOCK, owners) == leaving.port]
+    began = time.monotonic()
+    leaving.process.send_signal(signal.SIGTERM)
+    rest = ports[:-1]
+    wait_for("the leaving node's slots served by the others", lambda: settled(rest[0], rest), lambda s: s[0])
+    moved_in = time.monotonic() - began
+    check(leaving.process.wait(timeout=WAIT_S) == 0, f"{leaving.name} exited {leaving.process.returncode} on SIGTERM")
+    check("handed over" in leaving.log(), f"{leaving.name} did not hand over: {leaving.log()[-2000:]}")
+    owners = slot_owners(rest[0])
+    for block in their_blocks:
+        key = keys[block]
+        reply = call(owner_of(key_slot(key), owners), "GET", key)
+        check(reply is None, f"{key} on its new owner reads {reply}, not nil: a moved slot starts empty")
+    print(f"ok: SIGTERM: {len(their_blocks)} blocks handed over in {moved_in:.2f} s (lease {lease} s), "
+          f"exit 0; on the new owners their keys read nil")
+    nodes = nodes[:-1]
+
+    # 3. SIGKILL, no restart: each block of the dead node served again within lease + 1 s.
+    victim = nodes[-1]
+    survivors = [node.port for node in nodes[:-1]]
+    owners = slot_owners(survivors[0])
+    victim_blocks = [b for b in range(BLOCKS) if owner_of(b * SLOTS_PER_BLOCK, owners) == victim.port]
+    probes = {block: key_in_block(block, "k") for block in victim_blocks}
+    killed = time.monotonic()
+    victim.process.kill()
+    victim.process.wait()
+    back = {}
+    deadline = killed + lease + 5
+    while len(back) < len(probes) and time.monotonic() < deadline:
+        owners = slot_owners(survivors[0])
+        for block, key in probes.items():
+            if block in back:
+                continue
+            owner = owner_of(key_slot(key), owners)
+            if owner in survivors and call(owner, "SET", key, "x") == b"OK":
+                back[block] = time.monotonic() - killed
+        time.sleep(0.02)
+    check(len(back) == len(probes), f"{len(probes) - len(back)} blocks of the killed node never served again")
+    worst = max(back.values())
+    check(worst <= lease + 1, f"a block of the killed node was unavailable {worst:.2f} s (lease {lease} s + 1 s)")
+    print(f"ok: SIGKILL: its {len(probes)} blocks served by survivors after {min(back.values()):.2f}-{worst:.2f} s "
+          f"(goal: <= lease {lease} s + 1 s)")
+    nodes = nodes[:-1]
+
+    # 4. Two nodes join and take their share.
+    joined = [Node(args.taskid, f"node{args.nodes + i}", etcd, lease, directory) for i in range(2)]
+    nodes += joined
+    ports = [node.port for node in nodes]
+    began = time.monotonic()
+    _, counts = wait_for("the joining nodes' shares", lambda: settled(ports[0], ports), lambda s: s[0])
+    print(f"ok: 2 nodes joined; shares {sorted(counts.values())} after {time.monotonic() - began:.2f} s")
+
+    # 5. A node paused past its lease never answers for its old slots.
+    paused = nodes[-1]
+    others = [node.port for node in nodes if node is not paused]
+    owners = slot_owners(others[0])
+    paused_blocks = [b for b in range(BLOCKS) if owner_of(b * SLOTS_PER_BLOCK, owners) == paused.port]
+    probe_key = key_in_block(paused_blocks[0], "p")
+    check(call(paused.port, "SET", probe_key, "old") == b"OK", "SET on the node about to pause")
+    wait_for("its run finished", lambda: call(paused.port, "GET", probe_key), lambda r: isinstance(r, list))
+    paused.process.send_signal(signal.SIGSTOP)
+    wait_for("the paused node's slots taken by the others", lambda: settled(others[0], others), lambda s: s[0],
+             limit=lease + 10)
+    paused.process.send_signal(signal.SIGCONT)
+    reply = call(paused.port, "GET", probe_key)
+    check(isinstance(reply, RespError) and (str(reply).startswith("MOVED") or str(reply).startswith("CLUSTERDOWN")),
+          f"the node woken past its lease answered {reply} for a slot it no longer owns")
+    print(f"ok: SIGSTOP past the lease: its slots moved; woken, it answered '{str(reply)[:40]}…', not its old value")
+    return 0
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
+    parser.add_argument("taskid")
+    parser.add_argument("--nodes", type=int, default=3)
+    parser.add_argument("--lease", type=int, default=2)
+    args = parser.parse_args()
+    if args.nodes < 3:
+        print("cluster-etcd: --nodes must be 3 or more", file=sys.stderr)
+        return 2
+    if shutil.which("etcd") is None:
+        print("cluster-etcd: etcd is missing (apt-get install etcd-server)", file=sys.stderr)
+        return 3
+    directory = tempfile.mkdtemp(prefix="taskid-etcd-")
+    keep = os.environ.get("KEEP_LOGS") == "1"
+    try:
+        return run(args, directory)
+    except Failure as failure:
+        print(f"cluster-etcd: FAIL: {failure}", file=sys.stderr)
+        print(f"cluster-etcd: logs kept in {directory}", file=sys.stderr)
+        directory = None
+        return 1
+    finally:
+        if directory and not keep:
+            shutil.rmtree(directory, ignore_errors=True)
+        elif directory:
+            print(f"cluster-etcd: logs in {directory}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
