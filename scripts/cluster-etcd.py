@@ -216,6 +216,7 @@ def steps(args, directory, etcd, nodes):
     moved_in = time.monotonic() - began
     check(leaving.process.wait(timeout=WAIT_S) == 0, f"{leaving.name} exited {leaving.process.returncode} on SIGTERM")
     check("handed over" in leaving.log(), f"{leaving.name} did not hand over: {leaving.log()[-2000:]}")
+    check(moved_in < lease, f"the hand-over took {moved_in:.2f} s, not less than the lease ({lease} s) it saves")
     owners = slot_owners(rest[0])
     for block in their_blocks:
         key = keys[block]
@@ -260,22 +261,41 @@ def steps(args, directory, etcd, nodes):
     _, counts = wait_for("the joining nodes' shares", lambda: settled(ports[0], ports), lambda s: s[0])
     print(f"ok: 2 nodes joined; shares {sorted(counts.values())} after {time.monotonic() - began:.2f} s")
 
-    # 5. A node paused past its lease never answers for its old slots.
+    # 5. A node paused past its lease never answers for its old slots, and a block it gets back
+    #    starts empty: a key of each of its blocks is set "old" on it, then "new" on the block's
+    #    next owner while it is stopped; once it runs again and the shares settle, every key
+    #    reads "new" or nil on its owner, never "old".
     paused = nodes[-1]
     others = [node.port for node in nodes if node is not paused]
     owners = slot_owners(others[0])
     paused_blocks = [b for b in range(BLOCKS) if owner_of(b * SLOTS_PER_BLOCK, owners) == paused.port]
-    probe_key = key_in_block(paused_blocks[0], "p")
-    check(call(paused.port, "SET", probe_key, "old") == b"OK", "SET on the node about to pause")
-    wait_for("its run finished", lambda: call(paused.port, "GET", probe_key), lambda r: isinstance(r, list))
+    probes = {block: key_in_block(block, "p") for block in paused_blocks}
+    for key in probes.values():
+        check(call(paused.port, "SET", key, "old") == b"OK", "SET on the node about to pause")
+    for key in probes.values():
+        wait_for("its run finished", lambda: call(paused.port, "GET", key), lambda r: isinstance(r, list))
     paused.process.send_signal(signal.SIGSTOP)
     wait_for("the paused node's slots taken by the others", lambda: settled(others[0], others), lambda s: s[0],
              limit=lease + 10)
+    owners = slot_owners(others[0])
+    for key in probes.values():
+        check(call(owner_of(key_slot(key), owners), "SET", key, "new") == b"OK", f"SET {key} on its new owner")
     paused.process.send_signal(signal.SIGCONT)
-    reply = call(paused.port, "GET", probe_key)
+    reply = call(paused.port, "GET", probes[paused_blocks[0]])
     check(isinstance(reply, RespError) and (str(reply).startswith("MOVED") or str(reply).startswith("CLUSTERDOWN")),
           f"the node woken past its lease answered {reply} for a slot it no longer owns")
-    print(f"ok: SIGSTOP past the lease: its slots moved; woken, it answered '{str(reply)[:40]}…', not its old value")
+    ports = [node.port for node in nodes]
+    wait_for("the woken node back in the shares", lambda: settled(ports[0], ports), lambda s: s[0])
+    owners = slot_owners(ports[0])
+    regained = 0
+    for block, key in probes.items():
+        owner = owner_of(key_slot(key), owners)
+        regained += owner == paused.port
+        value = wait_for(f"{key} answered by its owner", lambda: call(owner, "GET", key),
+                         lambda r: r is None or isinstance(r, list))
+        check(value is None or value[0] == b"new", f"{key} reads {value} on {owner}: an old id after a move")
+    print(f"ok: SIGSTOP past the lease: its slots moved; woken, it answered '{str(reply)[:40]}…'; back in the "
+          f"shares it holds {regained} of its old blocks again, each read nil or the newest id, never the old one")
     return 0
 
 

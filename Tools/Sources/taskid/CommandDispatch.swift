@@ -152,15 +152,17 @@ extension RegistryServer {
             case "DEL":
                 var removed = 0
                 for key in arguments.map(ServerKey.init) {
+                    // Before the wait: a SET of the key by another client during it must stay
+                    // recorded (its declaration comes after this removal on the shard).
+                    if let keysByBlock {
+                        keysByBlock.value[SlotBlocks.block(ofSlot: HashSlot.of(key.bytes))].remove(key)
+                    }
                     let existed = try await registry.onShard(for: key) { shard throws -> Bool in
                         let existed = try shard.contains(key)
                         try shard.remove(key)
                         return existed
                     }
                     if existed { removed += 1 }
-                    if let keysByBlock {
-                        keysByBlock.value[SlotBlocks.block(ofSlot: HashSlot.of(key.bytes))].remove(key)
-                    }
                 }
                 RESPReply.integer(removed, into: &out)
             case "EXISTS":

@@ -16,10 +16,11 @@
         /// How long one call may take.
         let timeout: TimeAmount
 
-        /// A key and its value, as etcd holds them.
+        /// A key, its value and the lease it is bound to ("" for none), as etcd holds them.
         struct KeyValue: Sendable, Equatable {
             let key: String
             let value: String
+            var lease = ""
         }
 
         /// One change a watch reports: a key set to a value, or deleted (its lease expired,
@@ -44,9 +45,13 @@
         }
 
         /// Keeps lease `id` alive; returns the time to live left, 0 when it has expired.
+        /// - Throws: `Failure` for a reply that says neither (no `result`).
         func keepAlive(_ id: String) async throws -> Int {
             let reply = try await call("/v3/lease/keepalive", ["ID": id])
-            let result = reply["result"] as? [String: Any] ?? [:]
+            guard let result = reply["result"] as? [String: Any] else {
+                throw Failure(description: "a keep-alive answered without a result: \(reply)")
+            }
+            // etcd leaves out a TTL of 0: the lease has expired.
             return Int(result["TTL"] as? String ?? "0") ?? 0
         }
 
@@ -95,7 +100,8 @@
             let revision = Int64(header["revision"] as? String ?? "0") ?? 0
             let values = (reply["kvs"] as? [[String: Any]] ?? []).compactMap { entry -> KeyValue? in
                 guard let key = Self.decode(entry["key"]) else { return nil }
-                return KeyValue(key: key, value: Self.decode(entry["value"]) ?? "")
+                return KeyValue(
+                    key: key, value: Self.decode(entry["value"]) ?? "", lease: entry["lease"] as? String ?? "")
             }
             return (revision, values)
         }
@@ -170,9 +176,9 @@
                             description: "\(path): HTTP \(response.status.code): \(reply["message"] ?? first)")
                     }
                     return reply
-                } catch let failure as Failure {
-                    throw failure  // etcd answered: another endpoint would answer the same
                 } catch {
+                    // Also an error answer: a member cut off from its cluster answers 503, another
+                    // member may not.
                     lastError = error
                 }
             }
@@ -195,7 +201,7 @@
             return (result["events"] as? [[String: Any]] ?? []).compactMap { event in
                 guard let kv = event["kv"] as? [String: Any], let key = decode(kv["key"]) else { return nil }
                 if event["type"] as? String == "DELETE" { return .delete(key: key) }
-                return .put(KeyValue(key: key, value: decode(kv["value"]) ?? ""))
+                return .put(KeyValue(key: key, value: decode(kv["value"]) ?? "", lease: kv["lease"] as? String ?? ""))
             }
         }
 

@@ -37,6 +37,11 @@
         private var fence = LeaseFence(ttlNanoseconds: 3_000_000_000, marginNanoseconds: 1_000_000_000)
         /// The map has been read at least once: until then the node claims nothing.
         private var hasRead = false
+        /// Each block's lease in etcd ("" when free), as last read or watched.
+        private var blockLeases = [String](repeating: "", count: SlotBlocks.count)
+        /// How many changes the map has brought for each block: a guess made across a wait is
+        /// dropped if the watch told the truth meanwhile.
+        private var blockChanges = [UInt64](repeating: 0, count: SlotBlocks.count)
         private var rebalancing = false
         private var rebalanceAgain = false
         /// Handing over (SIGTERM): claim nothing more.
@@ -75,28 +80,34 @@
         /// expire; returns once they have (or after twice the lease time), so that the drain
         /// can answer `-MOVED` to the new owners.
         func handOver() async {
+            // Nothing served from here on, before the lease goes: every pass and renewal checks
+            // `leaving` after each of its waits, so none serves again.
             leaving = true
             let mine = blocks.blocks(of: myself.id)
+            let leaseToRevoke = lease
+            lease = nil
+            fence.revoked()
             served = []
             await publishView()
-            if let lease {
-                do { try await client.revoke(lease) } catch {
+            if let leaseToRevoke {
+                do { try await client.revoke(leaseToRevoke) } catch {
                     logger.warning("etcd: could not revoke the lease; its blocks move when it expires: \(error)")
                 }
             }
-            self.lease = nil
-            fence.revoked()
             let deadline = MonotonicClock.nanoseconds() &+ UInt64(2 * settings.leaseSeconds) * 1_000_000_000
             while MonotonicClock.nanoseconds() < deadline, !Task.isCancelled {
-                if mine.allSatisfy({ blocks.owners[$0] != nil && blocks.owners[$0] != myself.id }) { break }
+                if mine.allSatisfy({ blocks.owners[$0] != nil && blocks.owners[$0] != myself.id }) {
+                    logger.info("etcd: handed over \(mine.count) slot blocks")
+                    return
+                }
                 try? await Task.sleep(for: .milliseconds(20))
             }
-            logger.info("etcd: handed over \(mine.count) slot blocks")
+            logger.warning("etcd: \(mine.count) slot blocks given up; not all claimed by others within twice the lease")
         }
 
         // MARK: - The lease
 
-        /// Grants the lease, registers the node, and renews it every third of its time to
+        /// Grants the lease, registers the node, and renews it every fourth of its time to
         /// live; grants a new one when it has expired. Errors are retried: the fence closes by
         /// itself while etcd cannot be reached.
         private func keepLease() async {
@@ -104,6 +115,11 @@
                 do {
                     let sent = MonotonicClock.nanoseconds()
                     let granted = try await client.grantLease(seconds: settings.leaseSeconds)
+                    guard !leaving else {
+                        // Granted as the node began to leave: nothing would renew or revoke it.
+                        try? await client.revoke(granted.id)
+                        return
+                    }
                     let ttl = UInt64(granted.ttl) * 1_000_000_000
                     // A fifth of the lease covers the two clocks' rates; renewing every fourth
                     // leaves three renewals to fail before the fence closes.
@@ -136,6 +152,8 @@
                     logger.warning("etcd: keep-alive failed (\(error)); serving until the fence closes")
                     continue
                 }
+                // Leaving, or the lease replaced meanwhile: this answer reopens nothing.
+                guard !leaving, lease == id else { return }
                 guard left > 0 else {
                     // Expired: etcd deleted this node's keys. Serve nothing until claimed again.
                     logger.warning("etcd: the lease expired; its blocks are gone, registering again")
@@ -143,31 +161,45 @@
                     fence.revoked()
                     served = []
                     // Its keys went with the lease, whatever the watch has said so far.
-                    for block in blocks.blocks(of: myself.id) { blocks.owners[block] = nil }
+                    for block in blocks.blocks(of: myself.id) {
+                        blocks.owners[block] = nil
+                        blockLeases[block] = ""
+                    }
                     await publishView()
                     return
                 }
                 fence.renewed(sentAt: sent)
-                await publishView()
+                await publishView()  // the fence moved: even while a pass is under way
+                // Also the periodic pass: a pass skipped while the fence was closed, or a claim
+                // that failed, is tried again here.
+                await rebalance()
             }
         }
 
         // MARK: - The map
 
-        /// Reads the map, then follows it with a watch; reads again whenever the watch ends
-        /// (etcd restarted, the connection dropped).
+        /// Reads the map, then follows it with a watch; reads it again whenever the watch ends
+        /// (etcd restarted, the connection dropped) and at least every lease time, so that a
+        /// watch that went silent (a half-open connection, a member cut off from its cluster)
+        /// or a guess this node made about a block (`claimedElsewhere`) lasts no longer.
         private func followMap() async {
             while !Task.isCancelled {
                 do {
                     let read = try await client.read(prefix: settings.prefix)
                     members = [:]
                     blocks = SlotBlocks()
+                    blockLeases = Array(repeating: "", count: SlotBlocks.count)
                     for entry in read.values { apply(.put(entry)) }
                     hasRead = true
                     await rebalance()
-                    for try await changes in try await client.watch(prefix: settings.prefix, after: read.revision) {
-                        for change in changes { apply(change) }
-                        await rebalance()
+                    let changes = try await client.watch(prefix: settings.prefix, after: read.revision)
+                    try await withThrowingTaskGroup(of: Void.self) { group in
+                        group.addTask {
+                            for try await batch in changes { await self.follow(batch) }
+                        }
+                        group.addTask { try await Task.sleep(for: .seconds(self.settings.leaseSeconds)) }
+                        try await group.next()  // the watch ended, or it is time to read again
+                        group.cancelAll()
                     }
                 } catch is CancellationError {
                     return
@@ -179,6 +211,12 @@
             }
         }
 
+        /// One batch of the watch's changes.
+        private func follow(_ batch: [EtcdClient.Change]) async {
+            for change in batch { apply(change) }
+            await rebalance()
+        }
+
         private func apply(_ change: EtcdClient.Change) {
             switch change {
             case .put(let entry):
@@ -187,8 +225,13 @@
                 } else if entry.key.hasPrefix(blockPrefix), let block = Int(entry.key.dropFirst(blockPrefix.count)),
                     (0..<SlotBlocks.count).contains(block)
                 {
-                    blocks.owners[block] = entry.value
-                    if entry.value != myself.id { served.remove(block) }
+                    blockChanges[block] &+= 1
+                    blockLeases[block] = entry.lease
+                    // This node's id under another lease (an earlier run of this node, or a lease
+                    // that expired) is not this node's claim: it goes when that lease does.
+                    let ownClaim = entry.value == myself.id && entry.lease == lease
+                    blocks.owners[block] = entry.value == myself.id && !ownClaim ? Self.claimedElsewhere : entry.value
+                    if !ownClaim { served.remove(block) }
                 }
             case .delete(let key):
                 if key.hasPrefix(memberPrefix) {
@@ -196,6 +239,8 @@
                 } else if key.hasPrefix(blockPrefix), let block = Int(key.dropFirst(blockPrefix.count)),
                     (0..<SlotBlocks.count).contains(block)
                 {
+                    blockChanges[block] &+= 1
+                    blockLeases[block] = ""
                     blocks.owners[block] = nil
                     served.remove(block)
                 }
@@ -235,29 +280,41 @@
                 for block in plan.release { served.remove(block) }
                 await publishView()  // no longer served here, before anyone can claim them
                 for block in plan.release {
+                    let changes = blockChanges[block]
                     do {
                         // Free now, in this node's view too: the watch's word on it comes later, and
                         // a plan made meanwhile must not give it back again.
                         if try await client.deleteIfValue(blockPrefix + "\(block)", value: myself.id),
-                            blocks.owners[block] == myself.id
+                            blockChanges[block] == changes
                         {
                             blocks.owners[block] = nil
+                            blockLeases[block] = ""
                         }
                     } catch {
+                        // Given back or not: unknown until the next read. Not this node's meanwhile.
+                        if blockChanges[block] == changes { blocks.owners[block] = Self.claimedElsewhere }
                         logger.warning("etcd: could not give back block \(block): \(error)")
                     }
                 }
             }
-            // Blocks etcd says are this node's but it does not serve: a claim whose answer was
-            // lost (etcd took it, the reply timed out). Taken in as if claimed now.
-            var gained = blocks.blocks(of: myself.id).filter { !served.contains($0) && !plan.release.contains($0) }
+            // Blocks etcd says are this node's, under its current lease, that it does not
+            // serve: a claim whose answer was lost (etcd took it, the reply timed out).
+            var gained = blocks.blocks(of: myself.id).filter {
+                !served.contains($0) && !plan.release.contains($0) && blockLeases[$0] == lease
+            }
             for block in plan.claim {
+                let changes = blockChanges[block]
                 do {
-                    if try await client.createIfAbsent(blockPrefix + "\(block)", value: myself.id, lease: lease) {
+                    let claimed = try await client.createIfAbsent(
+                        blockPrefix + "\(block)", value: myself.id, lease: lease)
+                    guard !leaving, self.lease == lease else { return }  // left, or the lease was lost
+                    if claimed {
                         blocks.owners[block] = myself.id
+                        blockLeases[block] = lease
                         gained.append(block)
-                    } else if blocks.owners[block] == nil {
-                        // Another node's, which the watch will name: not claimed again meanwhile.
+                    } else if blockChanges[block] == changes && blocks.owners[block] == nil {
+                        // Another node's, which the watch will name: not claimed again meanwhile
+                        // (and read again within a lease time, if the watch never says).
                         blocks.owners[block] = Self.claimedElsewhere
                     }
                 } catch {
@@ -267,7 +324,10 @@
             if !gained.isEmpty {
                 // What this node stored when it last owned these blocks is not served again.
                 await dropKeys(gained)
-                for block in gained where blocks.owners[block] == myself.id { served.insert(block) }
+                guard !leaving, self.lease == lease else { return }
+                for block in gained where blocks.owners[block] == myself.id && blockLeases[block] == lease {
+                    served.insert(block)
+                }
                 logger.info("etcd: serving \(gained.count) more slot blocks (\(served.count) in all)")
             }
             await publishView()
