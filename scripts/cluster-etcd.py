@@ -114,8 +114,12 @@ class Etcd:
              "--listen-peer-urls", f"http://127.0.0.1:{self.peer_port}",
              "--initial-advertise-peer-urls", f"http://127.0.0.1:{self.peer_port}",
              "--initial-cluster", f"default=http://127.0.0.1:{self.peer_port}"],
-            stdout=self.log, stderr=subprocess.STDOUT)
-        wait_for("etcd healthy", self.health, lambda ok: ok)
+            stdout=self.log, stderr=subprocess.STDOUT, preexec_fn=cluster_load.die_with_parent)
+        try:
+            wait_for("etcd healthy", self.health, lambda ok: ok)
+        except Failure:
+            self.stop()
+            raise
 
     def health(self):
         try:
@@ -126,7 +130,14 @@ class Etcd:
 
     def stop(self):
         self.process.terminate()
-        self.process.wait(timeout=10)
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+STARTED = []  # every node process this run started: all are stopped at the end
 
 
 class Node:
@@ -138,7 +149,9 @@ class Node:
         self.process = subprocess.Popen(
             [taskid, "serve", "--port", str(self.port), "--cluster-node", name, "--etcd", etcd.url,
              "--etcd-lease-seconds", str(lease), "--etcd-cluster", "check", "--work", "sleep:1"] + (["--log-level", "trace"] if os.environ.get("KEEP_LOGS") == "1" else []),
-            stdout=open(self.out_path, "w"), stderr=open(self.log_path, "w"))
+            stdout=open(self.out_path, "w"), stderr=open(self.log_path, "w"),
+            preexec_fn=cluster_load.die_with_parent)
+        STARTED.append(self.process)
         ready = subprocess.run(
             [os.path.join(HERE, "wait-ready"), "--name", name, str(self.process.pid), self.out_path, self.log_path],
             capture_output=True, text=True)
@@ -166,10 +179,11 @@ def run(args, directory):
     try:
         return steps(args, directory, etcd, nodes)
     finally:
-        for node in nodes:
-            if node.alive():
-                node.process.send_signal(signal.SIGCONT)
-                node.process.kill()
+        for process in STARTED:
+            if process.poll() is None:
+                process.send_signal(signal.SIGCONT)
+                process.kill()
+                process.wait()
         etcd.stop()
 
 
