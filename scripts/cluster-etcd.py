@@ -246,9 +246,23 @@ def steps(args, directory, etcd, nodes):
     owners = slot_owners(survivors[0])
     victim_blocks = [b for b in range(BLOCKS) if owner_of(b * SLOTS_PER_BLOCK, owners) == victim.port]
     probes = {block: key_in_block(block, "k") for block in victim_blocks}
+    # A redis-py RedisCluster client, started before the kill, follows it without a restart
+    # (Tools/Tests/redis-py/check_failover.py), when redis-py's venv is there.
+    redis_py = os.path.join(HERE, "..", ".build-py", "venv", "bin", "python")
+    follower = None
+    if os.access(redis_py, os.X_OK):
+        follower = subprocess.Popen(
+            [redis_py, os.path.join(HERE, "..", "Tools", "Tests", "redis-py", "check_failover.py"),
+             "--ports", ",".join(str(node.port) for node in nodes), "--limit", str(lease + 15)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, preexec_fn=cluster_load.die_with_parent)
+        STARTED.append(follower)
+        check(follower.stdout.readline().strip() == "ready", "the RedisCluster client did not start")
     killed = time.monotonic()
     victim.process.kill()
     victim.process.wait()
+    if follower:
+        follower.stdin.write("killed\n")
+        follower.stdin.flush()
     back = {}
     deadline = killed + lease + 5
     while len(back) < len(probes) and time.monotonic() < deadline:
@@ -265,6 +279,12 @@ def steps(args, directory, etcd, nodes):
     check(worst <= lease + 1, f"a block of the killed node was unavailable {worst:.2f} s (lease {lease} s + 1 s)")
     print(f"ok: SIGKILL: its {len(probes)} blocks served by survivors after {min(back.values()):.2f}-{worst:.2f} s "
           f"(goal: <= lease {lease} s + 1 s)")
+    if follower:
+        output = follower.stdout.read()
+        check(follower.wait(timeout=lease + 30) == 0, f"redis-py's RedisCluster did not follow the failover: {output}")
+        print(output.strip())
+    else:
+        print("skipped: redis-py's RedisCluster across the kill (no .build-py/venv; scripts/check-redis-py makes it)")
     nodes = nodes[:-1]
 
     # 4. Two nodes join and take their share.
