@@ -2,6 +2,7 @@
 """`taskid serve --etcd` end to end: etcd and N nodes on loopback, the slot map on leases.
 
     cluster-etcd.py TASKID [--nodes N] [--lease SECONDS]
+    cluster-etcd.py TASKID --throughput ROUNDS [--nodes N] [--requests N]
 
 Starts etcd (a data directory of its own, free ports) and N nodes (default 3) with
 `--etcd`, then checks, each step with its figure:
@@ -16,6 +17,10 @@ Starts etcd (a data directory of its own, free ports) and N nodes (default 3) wi
   5. a node paused (SIGSTOP) for longer than its lease never answers for its old slots once it
      runs again: the survivors own them by then, and it answers -MOVED or -CLUSTERDOWN, never a
      value.
+With --throughput, instead: N nodes on etcd beside N nodes of a static cluster file with the
+same share of slots each, and redis-benchmark --cluster (50 clients, -P 16, random keys) against
+each in turn, the order flipping every round: SET and GET requests per second, the medians, and
+the ratio etcd / static per round (etcd is off the request path: the goal is >= 0.95).
 Every wait is bounded and fails with what it last saw. Stops every process it started.
 Exit codes: 0 passed, 1 a check failed, 2 usage, 3 could not set up.
 """
@@ -141,14 +146,15 @@ STARTED = []  # every node process this run started: all are stopped at the end
 
 
 class Node:
-    def __init__(self, taskid, name, etcd, lease, directory):
+    def __init__(self, taskid, name, etcd, lease, directory, extra=None, port=None):
         self.name = name
-        (self.port,) = free_ports(1)
+        (self.port,) = [port] if port else free_ports(1)
         self.out_path = os.path.join(directory, f"{name}.out")
         self.log_path = os.path.join(directory, f"{name}.log")
+        where = extra or ["--etcd", etcd.url, "--etcd-lease-seconds", str(lease), "--etcd-cluster", "check"]
+        verbose = ["--log-level", "trace"] if os.environ.get("KEEP_LOGS") == "1" else []
         self.process = subprocess.Popen(
-            [taskid, "serve", "--port", str(self.port), "--cluster-node", name, "--etcd", etcd.url,
-             "--etcd-lease-seconds", str(lease), "--etcd-cluster", "check", "--work", "sleep:1"] + (["--log-level", "trace"] if os.environ.get("KEEP_LOGS") == "1" else []),
+            [taskid, "serve", "--port", str(self.port), "--cluster-node", name, "--work", "sleep:1"] + where + verbose,
             stdout=open(self.out_path, "w"), stderr=open(self.log_path, "w"),
             preexec_fn=cluster_load.die_with_parent)
         STARTED.append(self.process)
@@ -333,11 +339,68 @@ def steps(args, directory, etcd, nodes):
     return 0
 
 
+def benchmark(port, test, requests):
+    """redis-benchmark --cluster against the node on `port`: requests per second of `test`."""
+    result = subprocess.run(
+        ["redis-benchmark", "--cluster", "-p", str(port), "-c", "50", "-P", "16", "-r", "100000",
+         "-n", str(requests), "-t", test, "--csv"], capture_output=True, text=True, timeout=300)
+    check(result.returncode == 0, f"redis-benchmark {test} on {port}: {result.stderr[-500:]}")
+    for line in result.stdout.splitlines():
+        fields = [field.strip('"') for field in line.split(",")]
+        if fields and fields[0] == test.upper():
+            return float(fields[1])
+    raise Failure(f"redis-benchmark printed no {test} figure: {result.stdout[-500:]}")
+
+
+def throughput(args, directory):
+    etcd = Etcd(directory)
+    try:
+        etcd_nodes = [Node(args.taskid, f"node{i}", etcd, args.lease, directory) for i in range(args.nodes)]
+        ports = [node.port for node in etcd_nodes]
+        wait_for("the etcd cluster settled", lambda: settled(ports[0], ports), lambda s: s[0])
+        # The static cluster: the same share of slots per node, from the etcd cluster's own map.
+        owners = slot_owners(ports[0])
+        static_ports = free_ports(args.nodes)
+        lines = []
+        for index, (node, port) in enumerate(zip(etcd_nodes, static_ports)):
+            ranges = [f"{first}-{last}" for first, last, owner in owners if owner == node.port]
+            lines.append(f"s{index} 127.0.0.1:{port} {' '.join(ranges)}")
+        path = os.path.join(directory, "static.conf")
+        with open(path, "w") as file:
+            file.write("\n".join(lines) + "\n")
+        static_nodes = [Node(args.taskid, f"s{i}", etcd, args.lease, directory,
+                             extra=["--cluster-config", path], port=port) for i, port in enumerate(static_ports)]
+        figures = {(kind, test): [] for kind in ("etcd", "static") for test in ("set", "get")}
+        for round_index in range(args.throughput):
+            order = [("etcd", ports[0]), ("static", static_nodes[0].port)]
+            if round_index % 2:
+                order.reverse()
+            for test in ("set", "get"):
+                for kind, port in order:
+                    figures[(kind, test)].append(benchmark(port, test, args.requests))
+        for test in ("set", "get"):
+            ratios = sorted(e / s for e, s in zip(figures[("etcd", test)], figures[("static", test)]))
+            middle = len(ratios) // 2
+            etcd_median = sorted(figures[("etcd", test)])[middle]
+            static_median = sorted(figures[("static", test)])[middle]
+            print(f"{test.upper()}: etcd {etcd_median:,.0f}/s, static {static_median:,.0f}/s, ratio "
+                  f"{ratios[middle]:.3f} ({ratios[0]:.3f}-{ratios[-1]:.3f}) over {len(ratios)} rounds")
+        return 0
+    finally:
+        for process in STARTED:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+        etcd.stop()
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
     parser.add_argument("taskid")
     parser.add_argument("--nodes", type=int, default=3)
     parser.add_argument("--lease", type=int, default=2)
+    parser.add_argument("--throughput", type=int, default=0)
+    parser.add_argument("--requests", type=int, default=200000)
     args = parser.parse_args()
     if args.nodes < 3:
         print("cluster-etcd: --nodes must be 3 or more", file=sys.stderr)
@@ -348,7 +411,7 @@ def main():
     directory = tempfile.mkdtemp(prefix="taskid-etcd-")
     keep = os.environ.get("KEEP_LOGS") == "1"
     try:
-        return run(args, directory)
+        return throughput(args, directory) if args.throughput else run(args, directory)
     except Failure as failure:
         print(f"cluster-etcd: FAIL: {failure}", file=sys.stderr)
         print(f"cluster-etcd: logs kept in {directory}", file=sys.stderr)

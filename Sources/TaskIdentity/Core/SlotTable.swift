@@ -193,6 +193,23 @@ struct SlotTable<Key: Hashable & Sendable> {
         return firsts
     }
 
+    /// Every slot's key, in no particular order. O(n) in the records.
+    func allKeys() -> [Key] {
+        var keys: [Key] = []
+        for segment in segments {
+            for head in segment {
+                var next = head
+                while let record = next {
+                    // A slot's records sit together: its first one is the one whose predecessor
+                    // in the bucket holds another key.
+                    if keys.last != record.key || keys.isEmpty { keys.append(record.key) }
+                    next = record.nextInBucket
+                }
+            }
+        }
+        return keys
+    }
+
     /// Splits bucket `splitIndex` into itself and a new last bucket by one more bit of each
     /// slot's hash (about one record a declaration), keeping the order of the records that
     /// stay together. The hashes are the records' own (`slotHash`): no key is read or hashed.

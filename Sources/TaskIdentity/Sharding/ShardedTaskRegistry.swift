@@ -192,6 +192,21 @@ public final class ShardedTaskRegistry<Key: Hashable & Sendable>: Sendable {
         try shard(for: key).task(key, id: id, template: template)
     }
 
+    /// Removes every slot, on every shard, whose key satisfies `isRemoved` (see
+    /// `TaskRegistry.removeAll(where:)`), each shard on its loop; returns how many.
+    ///
+    /// - Throws: `RegistryError.shutDown` after shutdown, or the `LoopError` of a shard's loop
+    ///   that cannot run it.
+    /// - Note: May be called from any task; `isRemoved` runs on the shards' loop threads.
+    @discardableResult
+    public func removeAll(where isRemoved: @escaping @Sendable (Key) -> Bool) async throws -> Int {
+        var removed = 0
+        for shard in shards {
+            removed += try await shard.loop.submit { () throws -> Int in try shard.removeAll(where: isRemoved) }
+        }
+        return removed
+    }
+
     /// Removes slot `key` from its shard; see `TaskRegistry.remove(_:)`.
     ///
     /// - Throws: as `TaskRegistry.remove(_:)`.

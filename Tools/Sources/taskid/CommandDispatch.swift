@@ -152,11 +152,6 @@ extension RegistryServer {
             case "DEL":
                 var removed = 0
                 for key in arguments.map(ServerKey.init) {
-                    // Before the wait: a SET of the key by another client during it must stay
-                    // recorded (its declaration comes after this removal on the shard).
-                    if let keysByBlock {
-                        keysByBlock.value[SlotBlocks.block(ofSlot: HashSlot.of(key.bytes))].remove(key)
-                    }
                     let existed = try await registry.onShard(for: key) { shard throws -> Bool in
                         let existed = try shard.contains(key)
                         try shard.remove(key)
@@ -307,6 +302,5 @@ extension RegistryServer {
     private func declare(key: ServerKey, id: ServerID) throws {
         let index = registry.shardIndex(for: key)
         try registry.shards[index].task(key, id: id, template: works[index])
-        if let keysByBlock { keysByBlock.value[SlotBlocks.block(ofSlot: HashSlot.of(key.bytes))].insert(key) }
     }
 }

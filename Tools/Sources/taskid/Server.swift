@@ -51,11 +51,6 @@ final class RegistryServer: Sendable {
     /// The cluster as served now (see `clusterState`). Front loop only.
     var cluster: ClusterConfiguration? { clusterState.value }
 
-    /// Keys this node has stored, by slot block, kept on etcd only: a block this node gains
-    /// must start empty (what it stored when it last owned the block may be older than what
-    /// its owner since then acknowledged), and these are the keys to drop. Front loop only.
-    let keysByBlock: LoopBound<[Set<ServerKey>]>?
-
     /// Creates the loops and the shards; listens only at `start`.
     ///
     /// Any thread. - Throws: `LoopError` when a loop cannot start, or a template is refused.
@@ -77,9 +72,6 @@ final class RegistryServer: Sendable {
         front = LoopBound(FrontLoopState(), loop: group.loops[0])
         gate = configuration.loops > 1 ? TransactionGate(loop: group.loops[0]) : nil
         clusterState = LoopBound(configuration.cluster, loop: group.loops[0])
-        keysByBlock =
-            configuration.etcd != nil
-            ? LoopBound(Array(repeating: [], count: SlotBlocks.count), loop: group.loops[0]) : nil
     }
 
     /// Serves `cluster` from now on (etcd's slot map changed, or this node's fence moved),
@@ -94,21 +86,17 @@ final class RegistryServer: Sendable {
         }
     }
 
-    /// Removes every key this node stored in `blocks`, so that it serves them empty (see
-    /// `keysByBlock`). Any task; returns once they are gone.
+    /// Removes every key this node holds in `blocks`, so that it serves them empty: a block
+    /// it gains must not serve what it stored when it last owned it, which may be older than
+    /// what its owner since acknowledged. One pass over each shard's keys, when blocks are
+    /// gained (rare), instead of an index kept on every SET. Any task; returns once they are
+    /// gone.
     func dropKeys(inBlocks blocks: [Int]) async {
-        guard let keysByBlock else { return }
-        let keys: [ServerKey] =
-            (try? await frontLoop.submit {
-                var dropped: [ServerKey] = []
-                for block in blocks {
-                    dropped += keysByBlock.value[block]
-                    keysByBlock.value[block] = []
-                }
-                return dropped
-            }) ?? []
-        for key in keys {
-            _ = try? await registry.onShard(for: key) { try $0.remove(key) }
+        let gained = Set(blocks)
+        do {
+            try await registry.removeAll { key in gained.contains(SlotBlocks.block(ofSlot: HashSlot.of(key.bytes))) }
+        } catch {
+            logger.error("could not empty the slot blocks gained (\(error)); they are not served")
         }
     }
 
