@@ -202,7 +202,7 @@ struct SlotTable<Key: Hashable & Sendable> {
                 while let record = next {
                     // A slot's records sit together: its first one is the one whose predecessor
                     // in the bucket holds another key.
-                    if keys.last != record.key || keys.isEmpty { keys.append(record.key) }
+                    if keys.last != record.key { keys.append(record.key) }
                     next = record.nextInBucket
                 }
             }

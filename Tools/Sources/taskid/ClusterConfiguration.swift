@@ -95,7 +95,7 @@ struct ClusterConfiguration: Sendable, Equatable {
     /// - Throws: `ClusterConfigurationError` naming the file, the line and the fault, or why
     ///   the file cannot be read.
     static func load(path: String, myself: String) throws(ClusterConfigurationError) -> ClusterConfiguration {
-        let shown = excerpt(path)
+        let shown = QuotedText.excerpt(path)
         func refuse(_ reason: String) -> ClusterConfigurationError {
             ClusterConfigurationError(description: "cannot read \(shown): \(reason)")
         }
@@ -129,25 +129,6 @@ struct ClusterConfiguration: Sendable, Equatable {
         return try parse(String(decoding: bytes[..<filled], as: UTF8.self), myself: myself, source: shown)
     }
 
-    /// At most `limit` characters of `text`, for an error message: control characters (ANSI
-    /// escapes among them) escaped, so that a file's bytes never reach a terminal raw, and a
-    /// long text cut, with its length said.
-    static func excerpt(_ text: some StringProtocol, limit: Int = 64) -> String {
-        var shown = ""
-        var count = 0
-        for scalar in text.unicodeScalars {
-            if count == limit {
-                return shown + "… (\(text.utf8.count) bytes)"
-            }
-            let value = scalar.value
-            shown +=
-                value < 0x20 || value == 0x7F || (0x80...0x9F).contains(value) || value == 0xFEFF
-                ? scalar.escaped(asASCII: true) : String(scalar)
-            count += 1
-        }
-        return shown
-    }
-
     /// Parses and checks a configuration's text (see the type's description).
     /// - Throws: `ClusterConfigurationError` naming `source`, the line and the fault.
     static func parse(_ text: String, myself: String, source: String = "the cluster configuration")
@@ -169,30 +150,33 @@ struct ClusterConfiguration: Sendable, Equatable {
             let line = rawLine.prefix { $0 != "#" }
             let fields = line.split(whereSeparator: { $0 == " " || $0 == "\t" }).map(String.init)
             guard !fields.isEmpty else { continue }
-            guard fields.count >= 3 else { throw fault("expected ID HOST:PORT SLOTS..., got '\(excerpt(line))'") }
+            guard fields.count >= 3 else {
+                throw fault("expected ID HOST:PORT SLOTS..., got '\(QuotedText.excerpt(line))'")
+            }
             let id = fields[0]
             guard isValidID(id) else {
-                throw fault("the id '\(excerpt(id))' is not 1 to 40 letters, digits, '-', '_' or '.'")
+                throw fault("the id '\(QuotedText.excerpt(id))' is not 1 to 40 letters, digits, '-', '_' or '.'")
             }
             guard !nodes.contains(where: { $0.id == id }) else { throw fault("the id '\(id)' is listed twice") }
             guard let colon = fields[1].lastIndex(of: ":"),
                 let port = portNumber(fields[1][fields[1].index(after: colon)...]),
                 colon != fields[1].startIndex
             else {
-                throw fault("expected HOST:PORT with a port in 1...65535, got '\(excerpt(fields[1]))'")
+                throw fault("expected HOST:PORT with a port in 1...65535, got '\(QuotedText.excerpt(fields[1]))'")
             }
             var host = String(fields[1][..<colon])
             if host.hasPrefix("[") || host.hasSuffix("]") {
                 guard host.count > 2, host.hasPrefix("["), host.hasSuffix("]"),
                     isIPv6Literal(host.dropFirst().dropLast())
                 else {
-                    throw fault("expected an IPv6 address in brackets, [ADDRESS]:PORT, got '\(excerpt(fields[1]))'")
+                    throw fault(
+                        "expected an IPv6 address in brackets, [ADDRESS]:PORT, got '\(QuotedText.excerpt(fields[1]))'")
                 }
                 host = String(host.dropFirst().dropLast())
             } else {
                 guard isHostName(host) else {
                     throw fault(
-                        "the host '\(excerpt(host))' is not an IPv4 address or a host name (letters, digits, '-' and '.'; an IPv6 address goes in brackets)"
+                        "the host '\(QuotedText.excerpt(host))' is not an IPv4 address or a host name (letters, digits, '-' and '.'; an IPv6 address goes in brackets)"
                     )
                 }
             }
@@ -203,7 +187,9 @@ struct ClusterConfiguration: Sendable, Equatable {
             var ranges: [ClosedRange<Int>] = []
             for field in fields[2...] {
                 guard let range = slotRange(field) else {
-                    throw fault("expected a slot or FIRST-LAST in 0...\(HashSlot.count - 1), got '\(excerpt(field))'")
+                    throw fault(
+                        "expected a slot or FIRST-LAST in 0...\(HashSlot.count - 1), got '\(QuotedText.excerpt(field))'"
+                    )
                 }
                 for slot in range where owners[slot] >= 0 {
                     // This line's own earlier ranges are marked with the index it is about to get.
@@ -217,7 +203,8 @@ struct ClusterConfiguration: Sendable, Equatable {
         }
         guard !nodes.isEmpty else { throw ClusterConfigurationError(description: "\(source) lists no node") }
         guard let myIndex = nodes.firstIndex(where: { $0.id == myself }) else {
-            throw ClusterConfigurationError(description: "\(source) has no node '\(excerpt(myself))' (--cluster-node)")
+            throw ClusterConfigurationError(
+                description: "\(source) has no node '\(QuotedText.excerpt(myself))' (--cluster-node)")
         }
         return ClusterConfiguration(nodes: nodes, myIndex: myIndex, owners: owners, servingUntil: nil)
     }

@@ -26,7 +26,7 @@ struct EtcdSettings: Sendable, Equatable {
     init(endpoints list: String, leaseSeconds: Int, clusterName: String) throws(EtcdSettingsError) {
         func refuse(_ setting: String, _ value: String, _ reason: String) -> EtcdSettingsError {
             EtcdSettingsError(
-                description: "\(setting) '\(ClusterConfiguration.excerpt(value))' cannot be used: \(reason)")
+                description: "\(setting) '\(QuotedText.excerpt(value))' cannot be used: \(reason)")
         }
         let entries = list.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
         guard !list.isEmpty, entries.allSatisfy({ !$0.isEmpty }) else {

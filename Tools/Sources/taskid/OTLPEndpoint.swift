@@ -69,12 +69,5 @@ struct OTLPEndpointError: Error, Equatable, CustomStringConvertible {
     /// Why it is refused.
     var reason: String
 
-    var description: String { "\(setting) '\(printable)' cannot be used: \(reason)" }
-
-    /// The value with its control characters escaped: a refusal never writes raw escapes to
-    /// a terminal.
-    private var printable: String {
-        value.unicodeScalars.map { $0.value >= 0x20 && $0.value != 0x7F ? String($0) : $0.escaped(asASCII: true) }
-            .joined()
-    }
+    var description: String { "\(setting) '\(QuotedText.excerpt(value))' cannot be used: \(reason)" }
 }

@@ -267,7 +267,7 @@ struct ServeCommand: AsyncParsableCommand {
         guard let clusterNode else { throw ValidationError("--etcd needs --cluster-node (this node's id)") }
         guard ClusterConfiguration.isValidID(clusterNode) else {
             throw ValidationError(
-                "--cluster-node '\(ClusterConfiguration.excerpt(clusterNode))' is not 1 to 40 letters, digits, '-', '_' or '.'"
+                "--cluster-node '\(QuotedText.excerpt(clusterNode))' is not 1 to 40 letters, digits, '-', '_' or '.'"
             )
         }
         guard !["0.0.0.0", "::", "[::]"].contains(host) else {

@@ -54,5 +54,5 @@ struct TraceFileTargetError: Error, Equatable, CustomStringConvertible {
     /// Why it cannot be written, e.g. "No such file or directory".
     var reason: String
 
-    var description: String { "--trace '\(path)' cannot be written: \(reason)" }
+    var description: String { "--trace '\(QuotedText.excerpt(path))' cannot be written: \(reason)" }
 }
