@@ -194,11 +194,14 @@ extension RegistryServer {
         return text
     }
 
-    /// `CLUSTER INFO`: the fields clients read, in Redis's format. Any thread.
+    /// `CLUSTER INFO`: the fields clients read, in Redis's format. `cluster_state` is `ok`
+    /// when every slot has a node and this node can answer for its own: on etcd, not while its
+    /// lease fence is closed (Redis's meaning too: whether the node accepts queries). Any thread.
     static func infoText(_ cluster: ClusterConfiguration) -> String {
         let assigned = slotRuns(cluster).reduce(0) { $0 + $1.range.count }
+        let fenceOpen = cluster.servingUntil.map { MonotonicClock.nanoseconds() < $0 } ?? true
         let lines = [
-            "cluster_state:\(cluster.coversEverySlot ? "ok" : "fail")",
+            "cluster_state:\(cluster.coversEverySlot && fenceOpen ? "ok" : "fail")",
             "cluster_slots_assigned:\(assigned)", "cluster_slots_ok:\(assigned)", "cluster_slots_pfail:0",
             "cluster_slots_fail:0", "cluster_known_nodes:\(cluster.nodes.count)",
             "cluster_size:\(cluster.nodes.filter { !$0.slotRanges.isEmpty }.count)",

@@ -83,4 +83,18 @@ struct SlotOwnershipTests {
         fence.revoked()
         #expect(!fence.allowsServing(at: 21 * second))
     }
+    @Test func clusterInfoSaysFailWhileTheFenceIsClosed() {
+        let me = ClusterNode(id: "a", host: "127.0.0.1", port: 7001, slotRanges: [])
+        let everyBlockMine = [String?](repeating: "a", count: SlotBlocks.count)
+        let now = MonotonicClock.nanoseconds()
+        func state(until: UInt64) -> Substring? {
+            let cluster = ClusterConfiguration(
+                members: [("a", "127.0.0.1", 7001)], blockOwners: everyBlockMine, myself: me, servingUntil: until)
+            return RegistryServer.infoText(cluster).split(separator: "\r\n").first
+        }
+        #expect(state(until: now + 60_000_000_000) == "cluster_state:ok")
+        // Every slot has its node, but this node's lease is not confirmed: it accepts no query.
+        #expect(state(until: now) == "cluster_state:fail")
+        #expect(state(until: 0) == "cluster_state:fail")
+    }
 }
