@@ -109,12 +109,20 @@ def key_in_block(block, tag=""):
 
 
 class Etcd:
+    """One etcd member on loopback, with a data directory of its own; `kill` and `start` restart
+    it on the same ports and data (the chaos run's etcd restart)."""
+
     def __init__(self, directory):
         self.client_port, self.peer_port = free_ports(2)
         self.url = f"http://127.0.0.1:{self.client_port}"
+        self.directory = directory
         self.log = open(os.path.join(directory, "etcd.log"), "w")
+        self.process = None
+        self.start()
+
+    def start(self):
         self.process = subprocess.Popen(
-            ["etcd", "--data-dir", os.path.join(directory, "etcd-data"),
+            ["etcd", "--data-dir", os.path.join(self.directory, "etcd-data"),
              "--listen-client-urls", self.url, "--advertise-client-urls", self.url,
              "--listen-peer-urls", f"http://127.0.0.1:{self.peer_port}",
              "--initial-advertise-peer-urls", f"http://127.0.0.1:{self.peer_port}",
@@ -133,6 +141,10 @@ class Etcd:
         except OSError:
             return False
 
+    def kill(self):
+        self.process.kill()
+        self.process.wait()
+
     def stop(self):
         self.process.terminate()
         try:
@@ -146,7 +158,7 @@ STARTED = []  # every node process this run started: all are stopped at the end
 
 
 class Node:
-    def __init__(self, taskid, name, etcd, lease, directory, extra=None, port=None):
+    def __init__(self, taskid, name, etcd, lease, directory, extra=None, port=None, work=("--work", "sleep:1")):
         self.name = name
         (self.port,) = [port] if port else free_ports(1)
         self.out_path = os.path.join(directory, f"{name}.out")
@@ -154,7 +166,7 @@ class Node:
         where = extra or ["--etcd", etcd.url, "--etcd-lease-seconds", str(lease), "--etcd-cluster", "check"]
         verbose = ["--log-level", "trace"] if os.environ.get("KEEP_LOGS") == "1" else []
         self.process = subprocess.Popen(
-            [taskid, "serve", "--port", str(self.port), "--cluster-node", name, "--work", "sleep:1"] + where + verbose,
+            [taskid, "serve", "--port", str(self.port), "--cluster-node", name] + list(work) + where + verbose,
             stdout=open(self.out_path, "w"), stderr=open(self.log_path, "w"),
             preexec_fn=cluster_load.die_with_parent)
         STARTED.append(self.process)

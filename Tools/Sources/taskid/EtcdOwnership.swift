@@ -42,8 +42,9 @@
         /// How many changes the map has brought for each block: a guess made across a wait is
         /// dropped if the watch told the truth meanwhile.
         private var blockChanges = [UInt64](repeating: 0, count: SlotBlocks.count)
-        private var rebalancing = false
-        private var rebalanceAgain = false
+        /// Requests for a claim-and-release pass, coalesced: at most one waits while one runs.
+        private let passRequests: AsyncStream<Void>
+        private let passRequester: AsyncStream<Void>.Continuation
         /// Handing over (SIGTERM): claim nothing more.
         private var leaving = false
 
@@ -58,6 +59,7 @@
             self.logger = logger
             self.publish = publish
             self.dropKeys = dropKeys
+            (passRequests, passRequester) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
         }
 
         /// The owner of a block another node claimed first, until the watch says which node.
@@ -71,19 +73,21 @@
             await withTaskGroup(of: Void.self) { group in
                 group.addTask { await self.keepLease() }
                 group.addTask { await self.followMap() }
+                group.addTask { for await _ in self.passRequests { await self.rebalanceOnce() } }
                 await group.waitForAll()
             }
         }
 
         /// SIGTERM: stops serving every block, then revokes the lease, which deletes this
         /// node's keys at once so that the survivors claim its blocks without waiting for it to
-        /// expire; returns once they have (or after twice the lease time), so that the drain
-        /// can answer `-MOVED` to the new owners.
+        /// expire; returns once they have (or after twice the lease time, or at once when it
+        /// knows no other node), so that the drain can answer `-MOVED` to the new owners.
         func handOver() async {
             // Nothing served from here on, before the lease goes: every pass and renewal checks
             // `leaving` after each of its waits, so none serves again.
             leaving = true
             let mine = blocks.blocks(of: myself.id)
+            let othersKnown = members.keys.contains { $0 != myself.id }
             let leaseToRevoke = lease
             lease = nil
             fence.revoked()
@@ -93,6 +97,10 @@
                 do { try await client.revoke(leaseToRevoke) } catch {
                     logger.warning("etcd: could not revoke the lease; its blocks move when it expires: \(error)")
                 }
+            }
+            guard othersKnown else {
+                logger.info("etcd: no other node to hand \(mine.count) slot blocks over to")
+                return
             }
             let deadline = MonotonicClock.nanoseconds() &+ UInt64(2 * settings.leaseSeconds) * 1_000_000_000
             while MonotonicClock.nanoseconds() < deadline, !Task.isCancelled {
@@ -129,7 +137,7 @@
                     try await client.put(
                         memberPrefix + myself.id, value: "\(myself.host):\(myself.port)", lease: granted.id)
                     logger.info("etcd: registered with lease \(granted.id) (\(granted.ttl) s)")
-                    await rebalance()
+                    rebalance()
                     try await renew(granted.id, every: .nanoseconds(Int64(ttl / 4)))
                 } catch is CancellationError {
                     return
@@ -181,7 +189,7 @@
                 await publishView()  // the fence moved: even while a pass is under way
                 // Also the periodic pass: a pass skipped while the fence was closed, or a claim
                 // that failed, is tried again here.
-                await rebalance()
+                rebalance()
             }
         }
 
@@ -200,7 +208,7 @@
                     blockLeases = Array(repeating: "", count: SlotBlocks.count)
                     for entry in read.values { apply(.put(entry)) }
                     hasRead = true
-                    await rebalance()
+                    rebalance()
                     let changes = try await client.watch(prefix: settings.prefix, after: read.revision)
                     try await withThrowingTaskGroup(of: Void.self) { group in
                         group.addTask {
@@ -221,9 +229,9 @@
         }
 
         /// One batch of the watch's changes.
-        private func follow(_ batch: [EtcdClient.Change]) async {
+        private func follow(_ batch: [EtcdClient.Change]) {
             for change in batch { apply(change) }
-            await rebalance()
+            rebalance()
         }
 
         private func apply(_ change: EtcdClient.Change) {
@@ -258,22 +266,16 @@
 
         // MARK: - Claims and releases
 
-        /// Moves this node toward its share: gives back blocks over it (serving them no more
-        /// first), claims free ones under it (emptying them before serving them), then
-        /// publishes what it serves. One at a time: a call during one runs it again after.
-        private func rebalance() async {
-            guard !rebalancing else {
-                rebalanceAgain = true
-                return
-            }
-            rebalancing = true
-            defer { rebalancing = false }
-            repeat {
-                rebalanceAgain = false
-                await rebalanceOnce()
-            } while rebalanceAgain
+        /// Asks for a pass that moves this node toward its share (`rebalanceOnce`). Passes run
+        /// one at a time in `run()`'s own task, never in the caller's: the watch's task is
+        /// cancelled every lease time to read the map again, and a pass cut short there failed
+        /// each of its remaining claims and releases. A request made during a pass runs one more.
+        private func rebalance() {
+            passRequester.yield()
         }
 
+        /// Gives back blocks over this node's share (serving them no more first), claims free
+        /// ones under it (emptying them before serving them), then publishes what it serves.
         private func rebalanceOnce() async {
             guard hasRead, !leaving, let lease, fence.allowsServing(at: MonotonicClock.nanoseconds()),
                 members[myself.id] != nil
