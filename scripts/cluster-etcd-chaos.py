@@ -432,7 +432,7 @@ def reader(shared, client, keys, depth, seed):
                     shared.reads += 1
                 shared.served(reply.port, key, reply.sent, reply.replied)
                 if value is None:
-                    shared.judging.append(("nil", key, reply.floor, reply.replied))
+                    shared.judging.append(("nil", key, reply.port, reply.floor, reply.replied))
                     continue
                 if not (isinstance(value, list) and len(value) == 2 and isinstance(value[0], bytes)):
                     shared.failures.append("%s read %s, not [id, generation]" % (key, show(value)))
@@ -463,11 +463,11 @@ def judge(shared, history, final=False):
             raise Failure("etcd's history never caught up with the last replies")
         shared.judging.popleft()
         if item[0] == "nil":
-            _, key, (seq, set_sent), replied = item
+            _, key, port, (seq, set_sent), replied = item
             if seq < 0 or history.changed(block_of(key), set_sent, replied):
                 shared.nil_after_move += 1
             else:
-                shared.nil_unexplained.append((key, seq))
+                shared.nil_unexplained.append((key, seq, shared.nodes[port].name, set_sent, replied))
             continue
         _, port, key, sent, replied = item
         node = shared.nodes[port]
@@ -695,7 +695,8 @@ class Chaos:
                                      args=(shared, ClusterClient(shared.seeds, shared.heard), keys, args.depth,
                                            args.seed + 1000 + i)) for i in range(args.readers)]
         threads.append(threading.Thread(target=judge_loop, daemon=True, args=(shared, self.history)))
-        start = time.monotonic()
+        start = self.started = time.monotonic()
+        print("started at %s (monotonic %.3f)" % (time.strftime("%H:%M:%S"), start), flush=True)
         for thread in threads:
             thread.start()
         rng = random.Random(args.seed)
@@ -781,10 +782,19 @@ class Chaos:
 
         failed = []
         if shared.stale:
-            failed.append("%d stale reads, e.g. %s read i%d, %s (i%d)" % ((len(shared.stale),) + shared.stale[0]))
+            key, got, floor, why = shared.stale[0]
+            failed.append("%d stale reads, e.g. %s read i%d, %s (i%d)" % (len(shared.stale), key, got, why, floor))
         if shared.nil_unexplained:
             failed.append("%d nil reads of keys whose block did not move after their last acknowledged SET, e.g. "
-                          "%s (i%d)" % ((len(shared.nil_unexplained),) + shared.nil_unexplained[0]))
+                          "%s (i%d)" % ((len(shared.nil_unexplained),) + shared.nil_unexplained[0][:2]))
+            for key, seq, name, set_sent, replied in shared.nil_unexplained[:5]:
+                fault = max((f for f in self.faults if f[0] <= replied), default=None)
+                print("  nil: %s (block %d) on %s: i%d sent at %+.3f s, the GET answered at %+.3f s; last fault "
+                      "before: %s at %+.3f s; the block's changes: %s"
+                      % (key, block_of(key), name, seq, set_sent - self.started, replied - self.started,
+                         fault[2] if fault else "none", (fault[0] - self.started) if fault else 0,
+                         [(revision, owner, round(history.applied_after(revision) - self.started, 3))
+                          for revision, owner in history.changes.get(block_of(key), [])][-4:]))
         if shared.violations:
             failed.append("%d replies from a node that did not own the block in etcd, e.g. %s for %s in "
                           "[%.3f, %.3f]" % ((len(shared.violations),) + shared.violations[0]))

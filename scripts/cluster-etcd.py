@@ -4,7 +4,7 @@
     cluster-etcd.py TASKID [--nodes N] [--lease SECONDS]
     cluster-etcd.py TASKID --throughput ROUNDS [--nodes N] [--requests N]
 
-Starts etcd (a data directory of its own, free ports) and N nodes (default 3) with
+Starts etcd (a data directory of its own, free ports) and N nodes (default 4) with
 `--etcd`, then checks, each step with its figure:
   1. the nodes share the 16,384 slots evenly, by etcd's map (CLUSTER SLOTS), and every key is
      answered by its owner (-MOVED elsewhere);
@@ -13,10 +13,13 @@ Starts etcd (a data directory of its own, free ports) and N nodes (default 3) wi
      nil: identities are not replicated, and never an old one);
   3. a node SIGKILLed (not restarted) loses its slots when its lease expires: every one of its
      slot blocks is served by a survivor within the lease time plus 1 s, measured per block;
+     redis-py's RedisCluster (when scripts/check-redis-py made its venv) and a redis-cli -c,
+     both started before the kill and kept, then set the dead node's keys on the new owners;
   4. a node joining takes its share;
   5. a node paused (SIGSTOP) for longer than its lease never answers for its old slots once it
      runs again: the survivors own them by then, and it answers -MOVED or -CLUSTERDOWN, never a
-     value.
+     value; a redis-benchmark --cluster started before the pause follows the slots away and
+     back (it reads the map again, and its requests reach every node afterwards).
 With --throughput, instead: N nodes on etcd beside N nodes of a static cluster file with the
 same share of slots each, and redis-benchmark --cluster (50 clients, -P 16, random keys) against
 each in turn, the order flipping every round: SET and GET requests per second, the medians, and
@@ -28,6 +31,7 @@ Exit codes: 0 passed, 1 a check failed, 2 usage, 3 could not set up.
 import argparse
 import importlib.util
 import os
+import select
 import shutil
 import signal
 import subprocess
@@ -183,6 +187,44 @@ class Node:
             return file.read()
 
 
+class CliSession:
+    """One redis-cli -c process, kept for the whole step: a command per line on its stdin, its
+    reply read back line by line (it follows -MOVED by itself, and prints only the answer)."""
+
+    def __init__(self, port):
+        self.process = subprocess.Popen(["redis-cli", "-c", "-p", str(port)], stdin=subprocess.PIPE,
+                                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                        preexec_fn=cluster_load.die_with_parent)
+        STARTED.append(self.process)
+        self.pending = b""
+
+    def ask(self, command, limit=10.0):
+        self.process.stdin.write(command.encode() + b"\n")
+        self.process.stdin.flush()
+        deadline = time.monotonic() + limit
+        while b"\n" not in self.pending:
+            left = deadline - time.monotonic()
+            check(left > 0, f"redis-cli -c answered nothing to '{command}' within {limit:.0f} s")
+            if select.select([self.process.stdout], [], [], left)[0]:
+                data = os.read(self.process.stdout.fileno(), 4096)
+                if not data:
+                    raise Failure(f"redis-cli -c exited ({self.process.wait()}) after '{command}'")
+                self.pending += data
+        line, self.pending = self.pending.split(b"\n", 1)
+        return line.decode(errors="replace")
+
+    def close(self):
+        self.process.stdin.close()
+        return self.process.wait(timeout=10)
+
+
+def commands_processed(port):
+    reply = call(port, "INFO")
+    if not isinstance(reply, bytes):
+        return None
+    return int(reply.decode().split("total_commands_processed:")[1].split("\r\n")[0])
+
+
 def served_evenly(port, nodes):
     owners = slot_owners(port)
     counts = {}
@@ -275,6 +317,12 @@ def steps(args, directory, etcd, nodes):
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, preexec_fn=cluster_load.die_with_parent)
         STARTED.append(follower)
         check(follower.stdout.readline().strip() == "ready", "the RedisCluster client did not start")
+    # redis-cli -c, started before the kill on a survivor: it keeps one connection and follows
+    # -MOVED from there (a node it was sent to that dies is retried at the same address: its
+    # design), so it is given a key of that survivor before the kill and the dead node's keys after.
+    session = CliSession(survivors[0])
+    mine = next(key_in_block(b, "c") for b in range(BLOCKS) if owner_of(b * SLOTS_PER_BLOCK, owners) == survivors[0])
+    check(session.ask(f"SET {mine} before") == "OK", "redis-cli -c: SET before the kill")
     killed = time.monotonic()
     victim.process.kill()
     victim.process.wait()
@@ -297,6 +345,15 @@ def steps(args, directory, etcd, nodes):
     check(worst <= lease + 1, f"a block of the killed node was unavailable {worst:.2f} s (lease {lease} s + 1 s)")
     print(f"ok: SIGKILL: its {len(probes)} blocks served by survivors after {min(back.values()):.2f}-{worst:.2f} s "
           f"(goal: <= lease {lease} s + 1 s)")
+    owners = slot_owners(survivors[0])
+    elsewhere = sum(owner_of(key_slot(key), owners) != survivors[0] for key in probes.values())
+    check(elsewhere > 0, "no block of the dead node went to the other survivor: -MOVED is not exercised")
+    for key in probes.values():
+        reply = session.ask(f"SET {key} after")
+        check(reply == "OK", f"redis-cli -c, kept from before the kill, answered '{reply}' to SET {key}")
+    check(session.close() == 0, "redis-cli -c did not exit 0")
+    print(f"ok: redis-cli -c, started before the kill and kept, set a key in each of the dead node's {len(probes)} "
+          f"blocks on their new owners ({elsewhere} through -MOVED)")
     if follower:
         output = follower.stdout.read()
         check(follower.wait(timeout=lease + 30) == 0, f"redis-py's RedisCluster did not follow the failover: {output}")
@@ -326,6 +383,18 @@ def steps(args, directory, etcd, nodes):
         check(call(paused.port, "SET", key, "old") == b"OK", "SET on the node about to pause")
     for key in probes.values():
         wait_for("its run finished", lambda: call(paused.port, "GET", key), lambda r: isinstance(r, list))
+    # redis-benchmark --cluster pins each of its clients to a node it found at start, reads the
+    # map again on -MOVED or -CLUSTERDOWN, and exits when a connection closes or the map names a
+    # node it did not know (its design): a pause past the lease moves slots away from a node and
+    # back without either, so it runs across this one and must follow it.
+    benchmark_log = os.path.join(directory, "redis-benchmark.err")
+    bench = subprocess.Popen(
+        ["redis-benchmark", "--cluster", "-p", str(others[0]), "-c", str(2 * len(nodes)), "-n", "2000000000",
+         "-r", "100000", "-t", "set", "-q"], stdout=subprocess.DEVNULL, stderr=open(benchmark_log, "w"),
+        preexec_fn=cluster_load.die_with_parent)
+    STARTED.append(bench)
+    before = {node.port: wait_for("redis-benchmark's first requests", lambda: commands_processed(node.port),
+                                  lambda n: n is not None and n > 1000) for node in nodes}
     paused.process.send_signal(signal.SIGSTOP)
     wait_for("the paused node's slots taken by the others", lambda: settled(others[0], others), lambda s: s[0],
              limit=lease + 10)
@@ -348,6 +417,22 @@ def steps(args, directory, etcd, nodes):
         check(value is None or value[0] == b"new", f"{key} reads {value} on {owner}: an old id after a move")
     print(f"ok: SIGSTOP past the lease: its slots moved; woken, it answered '{str(reply)[:40]}…'; back in the "
           f"shares it holds {regained} of its old blocks again, each read nil or the newest id, never the old one")
+    # redis-benchmark followed: still running, it read the map again, and every node (the woken
+    # one too) goes on receiving its requests.
+    settled_at = {node.port: commands_processed(node.port) for node in nodes}
+    for node in nodes:
+        wait_for(f"redis-benchmark's requests reaching {node.name} after the pause",
+                 lambda: commands_processed(node.port), lambda n: n is not None and n > settled_at[node.port] + 1000)
+    alive = bench.poll() is None
+    bench.send_signal(signal.SIGINT)
+    bench.wait(timeout=10)
+    with open(benchmark_log) as file:
+        said = file.read()
+    check(alive, f"redis-benchmark --cluster exited across the pause: {said[-500:]}")
+    check("Cluster slots configuration changed" in said, f"redis-benchmark never read the map again: {said[-500:]}")
+    print(f"ok: redis-benchmark --cluster, started before the pause and kept, read the map again "
+          f"({said.count('configuration changed')} times) and its requests reach every node again "
+          f"({sum(settled_at[n.port] - before[n.port] for n in nodes):,} commands before the shares settled)")
     return 0
 
 
@@ -409,13 +494,14 @@ def throughput(args, directory):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
     parser.add_argument("taskid")
-    parser.add_argument("--nodes", type=int, default=3)
+    parser.add_argument("--nodes", type=int, default=4)
     parser.add_argument("--lease", type=int, default=2)
     parser.add_argument("--throughput", type=int, default=0)
     parser.add_argument("--requests", type=int, default=200000)
     args = parser.parse_args()
-    if args.nodes < 3:
-        print("cluster-etcd: --nodes must be 3 or more", file=sys.stderr)
+    if args.nodes < (3 if args.throughput else 4):
+        print("cluster-etcd: --nodes must be 4 or more (3 with --throughput): the kill must leave two survivors",
+              file=sys.stderr)
         return 2
     if shutil.which("etcd") is None:
         print("cluster-etcd: etcd is missing (apt-get install etcd-server)", file=sys.stderr)

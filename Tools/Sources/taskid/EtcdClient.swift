@@ -16,18 +16,20 @@
         /// How long one call may take.
         let timeout: TimeAmount
 
-        /// A key, its value and the lease it is bound to ("" for none), as etcd holds them.
+        /// A key, its value, the lease it is bound to ("" for none) and the revision that last
+        /// changed it, as etcd holds them.
         struct KeyValue: Sendable, Equatable {
             let key: String
             let value: String
             var lease = ""
+            var revision: Int64 = 0
         }
 
         /// One change a watch reports: a key set to a value, or deleted (its lease expired,
-        /// or it was released).
+        /// or it was released) at `revision`.
         enum Change: Sendable, Equatable {
             case put(KeyValue)
-            case delete(key: String)
+            case delete(key: String, revision: Int64)
         }
 
         /// An etcd call that failed: no endpoint answered, or one answered with an error.
@@ -61,8 +63,11 @@
         }
 
         /// Sets `key` to `value`, bound to `lease`, only if the key does not exist; whether it
-        /// did (the compare-and-swap that makes a claim exclusive).
-        func createIfAbsent(_ key: String, value: String, lease: String) async throws -> Bool {
+        /// did (the compare-and-swap that makes a claim exclusive), and the revision etcd was at
+        /// after it (the claim's own revision when it did).
+        func createIfAbsent(_ key: String, value: String, lease: String) async throws -> (
+            succeeded: Bool, revision: Int64
+        ) {
             let reply = try await call(
                 "/v3/kv/txn",
                 [
@@ -71,7 +76,7 @@
                         ["request_put": ["key": Self.encode(key), "value": Self.encode(value), "lease": lease]]
                     ],
                 ])
-            return reply["succeeded"] as? Bool ?? false
+            return (reply["succeeded"] as? Bool ?? false, Self.revision(of: reply))
         }
 
         /// Sets `key` to `value`, bound to `lease`, whatever it held.
@@ -81,29 +86,28 @@
         }
 
         /// Deletes `key` only if it holds `value`; whether it did (a release never deletes
-        /// another node's claim).
-        func deleteIfValue(_ key: String, value: String) async throws -> Bool {
+        /// another node's claim), and the revision etcd was at after it.
+        func deleteIfValue(_ key: String, value: String) async throws -> (succeeded: Bool, revision: Int64) {
             let reply = try await call(
                 "/v3/kv/txn",
                 [
                     "compare": [["key": Self.encode(key), "target": "VALUE", "value": Self.encode(value)]],
                     "success": [["request_delete_range": ["key": Self.encode(key)]]],
                 ])
-            return reply["succeeded"] as? Bool ?? false
+            return (reply["succeeded"] as? Bool ?? false, Self.revision(of: reply))
         }
 
         /// Every key under `prefix` with its value, and the revision they were read at.
         func read(prefix: String) async throws -> (revision: Int64, values: [KeyValue]) {
             let reply = try await call(
                 "/v3/kv/range", ["key": Self.encode(prefix), "range_end": Self.encode(Self.rangeEnd(of: prefix))])
-            let header = reply["header"] as? [String: Any] ?? [:]
-            let revision = Int64(header["revision"] as? String ?? "0") ?? 0
             let values = (reply["kvs"] as? [[String: Any]] ?? []).compactMap { entry -> KeyValue? in
                 guard let key = Self.decode(entry["key"]) else { return nil }
                 return KeyValue(
-                    key: key, value: Self.decode(entry["value"]) ?? "", lease: entry["lease"] as? String ?? "")
+                    key: key, value: Self.decode(entry["value"]) ?? "", lease: entry["lease"] as? String ?? "",
+                    revision: Int64(entry["mod_revision"] as? String ?? "") ?? 0)
             }
-            return (revision, values)
+            return (Self.revision(of: reply), values)
         }
 
         /// The changes under `prefix` after `revision`, as etcd reports them, until the stream
@@ -200,9 +204,18 @@
             }
             return (result["events"] as? [[String: Any]] ?? []).compactMap { event in
                 guard let kv = event["kv"] as? [String: Any], let key = decode(kv["key"]) else { return nil }
-                if event["type"] as? String == "DELETE" { return .delete(key: key) }
-                return .put(KeyValue(key: key, value: decode(kv["value"]) ?? "", lease: kv["lease"] as? String ?? ""))
+                let revision = Int64(kv["mod_revision"] as? String ?? "") ?? 0
+                if event["type"] as? String == "DELETE" { return .delete(key: key, revision: revision) }
+                return .put(
+                    KeyValue(
+                        key: key, value: decode(kv["value"]) ?? "", lease: kv["lease"] as? String ?? "",
+                        revision: revision))
             }
+        }
+
+        /// The revision in a reply's header (etcd's revision when it answered), 0 if none.
+        static func revision(of reply: [String: Any]) -> Int64 {
+            Int64((reply["header"] as? [String: Any])?["revision"] as? String ?? "") ?? 0
         }
 
         static func encode(_ text: String) -> String { Data(text.utf8).base64EncodedString() }

@@ -13,7 +13,8 @@
     ///
     /// What the server serves is published with `publish`: the members, each block's owner
     /// (this node's only once `dropKeys` emptied them), and the fence (`LeaseFence`). An actor:
-    /// its two loops (the lease, the watch) run as child tasks of `run()`.
+    /// its loops (the lease, the watch, the claim-and-release passes) run as child tasks of
+    /// `run()`.
     actor EtcdOwnership {
         let settings: EtcdSettings
         /// This node: its id and the address clients are sent to.
@@ -26,8 +27,9 @@
         let publish: @Sendable (ClusterConfiguration, UInt64) async -> Void
         /// The number of the last view handed to `publish`.
         private var viewNumber: UInt64 = 0
-        /// Empties blocks this node has just gained. Any task.
-        let dropKeys: @Sendable ([Int]) async -> Void
+        /// Empties blocks this node has just gained; false when it could not, and they must
+        /// not be served. Any task.
+        let dropKeys: @Sendable ([Int]) async -> Bool
 
         private var members: [String: String] = [:]
         private var blocks = SlotBlocks()
@@ -42,6 +44,8 @@
         /// How many changes the map has brought for each block: a guess made across a wait is
         /// dropped if the watch told the truth meanwhile.
         private var blockChanges = [UInt64](repeating: 0, count: SlotBlocks.count)
+        /// The revision of the latest change taken in for each block: older news is dropped.
+        private var revisions = BlockRevisions()
         /// Requests for a claim-and-release pass, coalesced: at most one waits while one runs.
         private let passRequests: AsyncStream<Void>
         private let passRequester: AsyncStream<Void>.Continuation
@@ -51,7 +55,7 @@
         init(
             settings: EtcdSettings, myself: ClusterNode, client: EtcdClient, logger: Logger,
             publish: @escaping @Sendable (ClusterConfiguration, UInt64) async -> Void,
-            dropKeys: @escaping @Sendable ([Int]) async -> Void
+            dropKeys: @escaping @Sendable ([Int]) async -> Bool
         ) {
             self.settings = settings
             self.myself = myself
@@ -203,11 +207,7 @@
             while !Task.isCancelled {
                 do {
                     let read = try await client.read(prefix: settings.prefix)
-                    members = [:]
-                    blocks = SlotBlocks()
-                    blockLeases = Array(repeating: "", count: SlotBlocks.count)
-                    for entry in read.values { apply(.put(entry)) }
-                    hasRead = true
+                    take(read)
                     rebalance()
                     let changes = try await client.watch(prefix: settings.prefix, after: read.revision)
                     try await withThrowingTaskGroup(of: Void.self) { group in
@@ -234,34 +234,64 @@
             rebalance()
         }
 
+        /// A read of the whole map: the members as read, and each block as read unless a newer
+        /// change of it is known (a claim of this node's answered after the read was).
+        private func take(_ read: (revision: Int64, values: [EtcdClient.KeyValue])) {
+            members = [:]
+            var claims = [EtcdClient.KeyValue?](repeating: nil, count: SlotBlocks.count)
+            for entry in read.values {
+                if entry.key.hasPrefix(memberPrefix) {
+                    members[String(entry.key.dropFirst(memberPrefix.count))] = entry.value
+                } else if let block = blockNumber(entry.key) {
+                    claims[block] = entry
+                }
+            }
+            for block in 0..<SlotBlocks.count where revisions.takeRead(of: block, at: read.revision) {
+                if let claim = claims[block] { setOwner(of: block, to: claim) } else { setFree(block) }
+            }
+            hasRead = true
+        }
+
         private func apply(_ change: EtcdClient.Change) {
             switch change {
             case .put(let entry):
                 if entry.key.hasPrefix(memberPrefix) {
                     members[String(entry.key.dropFirst(memberPrefix.count))] = entry.value
-                } else if entry.key.hasPrefix(blockPrefix), let block = Int(entry.key.dropFirst(blockPrefix.count)),
-                    (0..<SlotBlocks.count).contains(block)
-                {
-                    blockChanges[block] &+= 1
-                    blockLeases[block] = entry.lease
-                    // This node's id under another lease (an earlier run of this node, or a lease
-                    // that expired) is not this node's claim: it goes when that lease does.
-                    let ownClaim = entry.value == myself.id && entry.lease == lease
-                    blocks.owners[block] = entry.value == myself.id && !ownClaim ? Self.claimedElsewhere : entry.value
-                    if !ownClaim { served.remove(block) }
+                } else if let block = blockNumber(entry.key), revisions.takeChange(of: block, at: entry.revision) {
+                    setOwner(of: block, to: entry)
                 }
-            case .delete(let key):
+            case .delete(let key, let revision):
                 if key.hasPrefix(memberPrefix) {
                     members[String(key.dropFirst(memberPrefix.count))] = nil
-                } else if key.hasPrefix(blockPrefix), let block = Int(key.dropFirst(blockPrefix.count)),
-                    (0..<SlotBlocks.count).contains(block)
-                {
-                    blockChanges[block] &+= 1
-                    blockLeases[block] = ""
-                    blocks.owners[block] = nil
-                    served.remove(block)
+                } else if let block = blockNumber(key), revisions.takeChange(of: block, at: revision) {
+                    setFree(block)
                 }
             }
+        }
+
+        /// The block a key of the map names, nil for any other key.
+        private func blockNumber(_ key: String) -> Int? {
+            guard key.hasPrefix(blockPrefix), let block = Int(key.dropFirst(blockPrefix.count)),
+                (0..<SlotBlocks.count).contains(block)
+            else { return nil }
+            return block
+        }
+
+        private func setOwner(of block: Int, to claim: EtcdClient.KeyValue) {
+            blockChanges[block] &+= 1
+            blockLeases[block] = claim.lease
+            // This node's id under another lease (an earlier run of this node, or a lease that
+            // expired) is not this node's claim: it goes when that lease does.
+            let ownClaim = claim.value == myself.id && claim.lease == lease
+            blocks.owners[block] = claim.value == myself.id && !ownClaim ? Self.claimedElsewhere : claim.value
+            if !ownClaim { served.remove(block) }
+        }
+
+        private func setFree(_ block: Int) {
+            blockChanges[block] &+= 1
+            blockLeases[block] = ""
+            blocks.owners[block] = nil
+            served.remove(block)
         }
 
         // MARK: - Claims and releases
@@ -295,11 +325,9 @@
                     do {
                         // Free now, in this node's view too: the watch's word on it comes later, and
                         // a plan made meanwhile must not give it back again.
-                        if try await client.deleteIfValue(blockPrefix + "\(block)", value: myself.id),
-                            blockChanges[block] == changes
-                        {
-                            blocks.owners[block] = nil
-                            blockLeases[block] = ""
+                        let release = try await client.deleteIfValue(blockPrefix + "\(block)", value: myself.id)
+                        if release.succeeded, revisions.takeChange(of: block, at: release.revision) {
+                            setFree(block)
                         }
                     } catch {
                         // Given back or not: unknown until the next read. Not this node's meanwhile.
@@ -316,13 +344,15 @@
             for block in plan.claim {
                 let changes = blockChanges[block]
                 do {
-                    let claimed = try await client.createIfAbsent(
+                    let claim = try await client.createIfAbsent(
                         blockPrefix + "\(block)", value: myself.id, lease: lease)
                     guard !leaving, self.lease == lease else { return }  // left, or the lease was lost
-                    if claimed {
-                        blocks.owners[block] = myself.id
-                        blockLeases[block] = lease
-                        gained.append(block)
+                    if claim.succeeded {
+                        // Unless the watch has already brought this claim, or a later change.
+                        if revisions.takeChange(of: block, at: claim.revision) {
+                            setOwner(of: block, to: .init(key: "", value: myself.id, lease: lease))
+                        }
+                        if blocks.owners[block] == myself.id && blockLeases[block] == lease { gained.append(block) }
                     } else if blockChanges[block] == changes && blocks.owners[block] == nil {
                         // Another node's, which the watch will name: not claimed again meanwhile
                         // (and read again within a lease time, if the watch never says).
@@ -334,8 +364,10 @@
             }
             if !gained.isEmpty {
                 // What this node stored when it last owned these blocks is not served again.
-                await dropKeys(gained)
+                // Not emptied: owned but not served, so the next pass tries again.
+                let emptied = await dropKeys(gained)
                 guard !leaving, self.lease == lease else { return }
+                guard emptied else { return await publishView() }
                 for block in gained where blocks.owners[block] == myself.id && blockLeases[block] == lease {
                     served.insert(block)
                 }

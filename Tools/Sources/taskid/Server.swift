@@ -90,13 +90,16 @@ final class RegistryServer: Sendable {
     /// it gains must not serve what it stored when it last owned it, which may be older than
     /// what its owner since acknowledged. One pass over each shard's keys, when blocks are
     /// gained (rare), instead of an index kept on every SET. Any task; returns once they are
-    /// gone.
-    func dropKeys(inBlocks blocks: [Int]) async {
+    /// gone, true, or false when they could not be removed (the registry has shut down): the
+    /// blocks must not be served then.
+    func dropKeys(inBlocks blocks: [Int]) async -> Bool {
         let gained = Set(blocks)
         do {
             try await registry.removeAll { key in gained.contains(SlotBlocks.block(ofSlot: HashSlot.of(key.bytes))) }
+            return true
         } catch {
             logger.error("could not empty the slot blocks gained (\(error)); they are not served")
+            return false
         }
     }
 
