@@ -189,7 +189,8 @@ class Node:
 
 class CliSession:
     """One redis-cli -c process, kept for the whole step: a command per line on its stdin, its
-    reply read back line by line (it follows -MOVED by itself, and prints only the answer)."""
+    reply read back line by line. It follows -MOVED by itself, saying so on a line of its own
+    ("-> Redirected to slot …"), counted in `redirections`."""
 
     def __init__(self, port):
         self.process = subprocess.Popen(["redis-cli", "-c", "-p", str(port)], stdin=subprocess.PIPE,
@@ -197,11 +198,19 @@ class CliSession:
                                         preexec_fn=cluster_load.die_with_parent)
         STARTED.append(self.process)
         self.pending = b""
+        self.redirections = 0
 
     def ask(self, command, limit=10.0):
         self.process.stdin.write(command.encode() + b"\n")
         self.process.stdin.flush()
         deadline = time.monotonic() + limit
+        while True:
+            line = self.line(command, deadline, limit)
+            if not line.startswith("-> Redirected to slot"):
+                return line
+            self.redirections += 1
+
+    def line(self, command, deadline, limit):
         while b"\n" not in self.pending:
             left = deadline - time.monotonic()
             check(left > 0, f"redis-cli -c answered nothing to '{command}' within {limit:.0f} s")
@@ -351,9 +360,10 @@ def steps(args, directory, etcd, nodes):
     for key in probes.values():
         reply = session.ask(f"SET {key} after")
         check(reply == "OK", f"redis-cli -c, kept from before the kill, answered '{reply}' to SET {key}")
+    check(session.redirections > 0, "redis-cli -c never followed a -MOVED")
     check(session.close() == 0, "redis-cli -c did not exit 0")
     print(f"ok: redis-cli -c, started before the kill and kept, set a key in each of the dead node's {len(probes)} "
-          f"blocks on their new owners ({elsewhere} through -MOVED)")
+          f"blocks on their new owners, following {session.redirections} -MOVED")
     if follower:
         output = follower.stdout.read()
         check(follower.wait(timeout=lease + 30) == 0, f"redis-py's RedisCluster did not follow the failover: {output}")

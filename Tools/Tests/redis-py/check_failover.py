@@ -8,7 +8,8 @@ It starts from the given nodes, sets N keys spread over the slots (each answered
 prints `ready`, and waits for a line on standard input: the caller has killed a node. Then,
 with the same client object, it sets every key again until each SET has succeeded once and a
 GET of it reads the new id, retrying what fails (a dead node's connection refused, -MOVED,
--CLUSTERDOWN while a block is unowned), for at most --limit seconds. It prints
+-CLUSTERDOWN while a block is unowned, and redis-py's own RedisClusterException when it reads
+the map while some blocks have no owner yet), for at most --limit seconds. It prints
 `ok: ... after S s` and exits 0, or says what it last saw and exits 1.
 
 Only redis-py and the standard library.
@@ -45,7 +46,9 @@ def main():
             try:
                 client.set(key, "after")
                 value = client.get(key)
-            except redis.exceptions.RedisError as error:  # retried: the map is moving
+            # Retried: the map is moving. RedisClusterException is not a RedisError: redis-py raises
+            # it when the map it reads again does not cover every slot (require_full_coverage).
+            except (redis.exceptions.RedisError, redis.exceptions.RedisClusterException) as error:
                 last_error = f"{type(error).__name__}: {error}"
                 continue
             if value is not None and value[0] == b"after":
