@@ -79,9 +79,10 @@ SLOTS, BLOCKS = 16384, 128
 SLOTS_PER_BLOCK = SLOTS // BLOCKS
 PREFIX = "/taskid/chaos/"
 NODE_ARGUMENTS = ("--work", "sleep:0", "--loops", "1")
-# A request to a stopped node waits for it: longer than any pause, so that its answer after the
-# SIGCONT is seen and judged (check 3).
-REQUEST_TIMEOUT_S = 15.0
+# A request unanswered for this long fails (a stopped node): the load goes on meanwhile, and
+# sends a stopped node new requests throughout its pause, whose answers after the SIGCONT are
+# judged from the SIGCONT on (check 3).
+REQUEST_TIMEOUT_S = 2.0
 
 
 def block_of(key):
@@ -108,9 +109,7 @@ class History:
         self.changes = collections.defaultdict(list)  # block -> [(revision, owner id or None)]
         self.members_gone = {}  # node id -> when the deletion of its member key was received
         self.delivered = 0      # every change up to this revision has been received
-        self.poll_revisions = []  # ascending (polls are sequential)
-        self.poll_sent = []
-        self.poll_received = []
+        self.polls = []  # (revision, sent, received), revisions ascending (polls are sequential)
         self.stopping = threading.Event()
         self.failure = None
         end = PREFIX[:-1] + chr(ord(PREFIX[-1]) + 1)
@@ -164,9 +163,7 @@ class History:
                     revision = int(json.load(response)["header"]["revision"])
                 received = time.monotonic()
                 with self.lock:
-                    self.poll_revisions.append(revision)
-                    self.poll_sent.append(sent)
-                    self.poll_received.append(received)
+                    self.polls.append((revision, sent, received))
             except (OSError, ValueError, KeyError):
                 pass
             time.sleep(0.02)
@@ -181,19 +178,21 @@ class History:
 
     def known_until(self):
         """A time before which every change etcd applied is known here with its bounds."""
+        if self.failure:
+            raise Failure(self.failure)
         with self.lock:
-            index = bisect.bisect_right(self.poll_revisions, self.delivered) - 1
-            return self.poll_sent[index] if index >= 0 else 0.0
+            index = bisect.bisect_right(self.polls, self.delivered, key=lambda poll: poll[0]) - 1
+            return self.polls[index][1] if index >= 0 else 0.0
 
     def applied_after(self, revision):
-        """A time at or before which `revision` was certainly not yet applied."""
-        index = bisect.bisect_left(self.poll_revisions, revision) - 1
-        return self.poll_sent[index] if index >= 0 else float("-inf")
+        """A time at or before which `revision` was certainly not yet applied. Under the lock."""
+        index = bisect.bisect_left(self.polls, revision, key=lambda poll: poll[0]) - 1
+        return self.polls[index][1] if index >= 0 else float("-inf")
 
     def applied_by(self, revision):
-        """A time by which `revision` was certainly applied (inf while unknown)."""
-        index = bisect.bisect_left(self.poll_revisions, revision)
-        return self.poll_received[index] if index < len(self.poll_revisions) else float("inf")
+        """A time by which `revision` was certainly applied (inf while unknown). Under the lock."""
+        index = bisect.bisect_left(self.polls, revision, key=lambda poll: poll[0])
+        return self.polls[index][2] if index < len(self.polls) else float("inf")
 
     def owned(self, block, owner, start, end):
         """Whether etcd may have recorded `owner` as `block`'s owner at some time in [start, end]."""
@@ -226,7 +225,7 @@ class ClusterClient:
         self.seeds = seeds  # a function: the addresses a client could know (not the killed ones)
         self.heard = heard  # called with (port, sent, value) for every answer, redirections too
         self.slot_ports = [None] * SLOTS
-        self.connections = {}  # port -> (Connection, when opened)
+        self.connections = {}  # port -> Connection
 
     def refresh(self, avoid=None):
         ports = [p for p in set(self.slot_ports) | set(self.seeds()) if p is not None and p != avoid]
@@ -251,10 +250,9 @@ class ClusterClient:
 
     def run(self, commands, snapshot=None):
         """Sends [(key, args)]; returns {index: Reply} with a Reply per command:
-        `port` the node that gave the final answer, `sent` when that try was sent, `first` when
-        the command was first sent, `since` the earliest of its sends and of the opening of the
-        connections it went on, `replied`, `value`, and `floor` = snapshot(key) before the first
-        send."""
+        `port` the node that gave the final answer, `sent` when that try was sent, `first` (and
+        `since`, the same) when the command was first sent, `replied`, `value`, and `floor` =
+        snapshot(key) before the first send."""
         pending = [(index, key, args, snapshot(key) if snapshot else None, None, None)
                    for index, (key, args) in enumerate(commands)]
         results = {}
@@ -276,13 +274,13 @@ class ClusterClient:
                                                RespError("no node for the slot"), floor)
                     continue
                 sent = time.monotonic()
-                conn, opened = self.connections.get(port, (None, sent))
+                conn = self.connections.get(port)
                 answered = 0
                 stale_map = False
                 try:
                     if conn is None:
                         conn = Connection(port, timeout=REQUEST_TIMEOUT_S)
-                        self.connections[port] = (conn, opened)
+                        self.connections[port] = conn
                     conn.send(b"".join(encode(args) for _, _, args, _, _, _ in group))
                     for index, key, args, floor, first, since in group:
                         value = conn.reply()
@@ -290,7 +288,7 @@ class ClusterClient:
                         replied = time.monotonic()
                         if self.heard:
                             self.heard(port, sent, value)
-                        first, since = first or sent, min(since or sent, sent, opened)
+                        first = since = first or sent
                         text = str(value) if isinstance(value, RespError) else ""
                         if text.startswith("MOVED ") and attempt + 1 < self.MAX_TRIES:
                             slot, address = text.split()[1:3]
@@ -304,7 +302,7 @@ class ClusterClient:
                 except (Closed, OSError):
                     now = time.monotonic()
                     for index, key, args, floor, first, since in group[answered:]:
-                        pending.append((index, key, args, floor, first or sent, min(since or sent, sent, opened),
+                        pending.append((index, key, args, floor, first or sent, first or sent,
                                         port, now, RespError("no reply: connection failed")))
                     if conn is not None:
                         conn.close()
@@ -331,7 +329,7 @@ class ClusterClient:
         return results
 
     def close(self):
-        for conn, _ in self.connections.values():
+        for conn in self.connections.values():
             conn.close()
         self.connections = {}
 
@@ -365,8 +363,24 @@ class Shared:
         # block -> (fault kind, fault time, the port whose answers do not count: the node that
         # lost it, if it could still answer after the fault time (not a stopped one))
         self.unavailable = {}
+        self.never_served = 0
         self.unavailability = collections.defaultdict(list)  # fault kind -> [seconds]
         self.failures = []
+
+    def lose(self, block, kind, when, port):
+        """A fault took `block` from its node at `when`: its unavailability is measured until
+        the earliest reply of another node to a request sent after it (check 5)."""
+        with self.lock:
+            self.settle(block)
+            self.unavailable[block] = [kind, when, port, float("inf")]
+
+    def settle(self, block):
+        """Records the measured unavailability of `block`'s last loss. Under the lock."""
+        lost = self.unavailable.pop(block, None)
+        if lost and lost[3] < float("inf"):
+            self.unavailability[lost[0]].append(lost[3])
+        elif lost:
+            self.never_served += 1
 
     def seeds(self):
         with self.lock:
@@ -479,10 +493,10 @@ def judge(shared, history, final=False):
         shared.served_judged += 1
         if not history.owned(block, node.name, start, replied):
             shared.violations.append((node.name, key, start, replied))
-        lost = shared.unavailable.get(block)
-        if lost and sent >= lost[1] and port != lost[2]:
-            shared.unavailability[lost[0]].append(replied - lost[1])
-            del shared.unavailable[block]
+        with shared.lock:
+            lost = shared.unavailable.get(block)
+            if lost and sent >= lost[1] and port != lost[2]:
+                lost[3] = min(lost[3], replied - lost[1])
 
 
 def judge_loop(shared, history):
@@ -631,7 +645,7 @@ class Chaos:
                 shared.live.discard(victim.port)
             if kind != "pause":  # a pause's blocks: from when the process is seen stopped
                 for block in self.owned_blocks(settled, victim.port):
-                    shared.unavailable[block] = (kind, began, victim.port)
+                    shared.lose(block, kind, began, victim.port)
         if kind == "kill":
             with shared.lock:
                 shared.exited.add(victim.port)
@@ -649,7 +663,7 @@ class Chaos:
                                   lambda state: state == "T")
             stopped = time.monotonic()
             for block in self.owned_blocks(settled, victim.port):
-                shared.unavailable[block] = (kind, stopped, None)
+                shared.lose(block, kind, stopped, None)
             # Past the lease: etcd has deleted the node's blocks before it runs again.
             time.sleep(self.args.lease + 1)
             cluster_etcd.wait_for("%s's lease expired in etcd" % victim.name,
@@ -712,6 +726,7 @@ class Chaos:
         shared.stop.set()
         for thread in threads:
             thread.join(timeout=30)
+            check(not thread.is_alive(), "a load or judge thread did not stop within 30 s")
         self.observer.stop()
         seconds = time.monotonic() - start
         return self.finish(keys, seconds, done)
@@ -730,6 +745,9 @@ class Chaos:
         cluster_etcd.wait_for("etcd's history caught up", history.known_until,
                               lambda known: known > max(r.replied for r in results.values()))
         judge(shared, history, final=True)
+        with shared.lock:
+            for block in list(shared.unavailable):
+                shared.settle(block)
         final = collections.Counter()
         for index, reply in results.items():
             key, value = keys[index], reply.value
@@ -789,12 +807,13 @@ class Chaos:
                           "%s (i%d)" % ((len(shared.nil_unexplained),) + shared.nil_unexplained[0][:2]))
             for key, seq, name, set_sent, replied in shared.nil_unexplained[:5]:
                 fault = max((f for f in self.faults if f[0] <= replied), default=None)
+                with history.lock:
+                    changes = [(revision, owner, round(history.applied_after(revision) - self.started, 3))
+                               for revision, owner in history.changes.get(block_of(key), [])][-4:]
                 print("  nil: %s (block %d) on %s: i%d sent at %+.3f s, the GET answered at %+.3f s; last fault "
                       "before: %s at %+.3f s; the block's changes: %s"
                       % (key, block_of(key), name, seq, set_sent - self.started, replied - self.started,
-                         fault[2] if fault else "none", (fault[0] - self.started) if fault else 0,
-                         [(revision, owner, round(history.applied_after(revision) - self.started, 3))
-                          for revision, owner in history.changes.get(block_of(key), [])][-4:]))
+                         fault[2] if fault else "none", (fault[0] - self.started) if fault else 0, changes))
         if shared.violations:
             failed.append("%d replies from a node that did not own the block in etcd, e.g. %s for %s in "
                           "[%.3f, %.3f]" % ((len(shared.violations),) + shared.violations[0]))
@@ -803,8 +822,8 @@ class Chaos:
         worst = max(shared.unavailability.get("kill", [0]))
         if worst > args.lease + 1:
             failed.append("a block of a killed node was unavailable %.2f s (lease %d s + 1 s)" % (worst, args.lease))
-        if shared.unavailable:
-            failed.append("%d blocks of a killed or paused node never served again" % len(shared.unavailable))
+        if shared.never_served:
+            failed.append("%d blocks of a killed or paused node never served again" % shared.never_served)
         for what in ("unreadable", "missing", "stale", "newer_than_any_answered"):
             if final[what]:
                 failed.append("%d keys %s at the end" % (final[what], what.replace("_", " ")))

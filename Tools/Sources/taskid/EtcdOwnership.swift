@@ -36,6 +36,8 @@
         /// The blocks this node has emptied and serves.
         private var served: Set<Int> = []
         private var lease: String?
+        /// A lease granted whose registration has not succeeded yet.
+        private var unusedGrant: String?
         private var fence = LeaseFence(ttlNanoseconds: 3_000_000_000, marginNanoseconds: 1_000_000_000)
         /// The map has been read at least once: until then the node claims nothing.
         private var hasRead = false
@@ -46,6 +48,12 @@
         private var blockChanges = [UInt64](repeating: 0, count: SlotBlocks.count)
         /// The revision of the latest change taken in for each block: older news is dropped.
         private var revisions = BlockRevisions()
+        /// The revision that created each block's claim as last read or watched (0: free).
+        private var claimRevisions = [Int64](repeating: 0, count: SlotBlocks.count)
+        /// The claim revision under which this node last emptied and served each block: while
+        /// the claim is that same one, nobody else can have owned the block, so a block taken
+        /// out of service (a release that failed) is served again without being emptied.
+        private var emptiedUnder = [Int64](repeating: -1, count: SlotBlocks.count)
         /// Requests for a claim-and-release pass, coalesced: at most one waits while one runs.
         private let passRequests: AsyncStream<Void>
         private let passRequester: AsyncStream<Void>.Continuation
@@ -127,19 +135,23 @@
                 do {
                     let sent = MonotonicClock.nanoseconds()
                     let granted = try await client.grantLease(seconds: settings.leaseSeconds)
+                    unusedGrant = granted.id
+                    try await client.put(
+                        memberPrefix + myself.id, value: "\(myself.host):\(myself.port)", lease: granted.id)
                     guard !leaving else {
                         // Granted as the node began to leave: nothing would renew or revoke it.
                         try? await client.revoke(granted.id)
                         return
                     }
+                    // Only a registered lease is this node's: no pass claims anything under one
+                    // whose registration failed (it would expire with blocks served under it).
                     let ttl = UInt64(granted.ttl) * 1_000_000_000
                     // A fifth of the lease covers the two clocks' rates; renewing every fourth
                     // leaves three renewals to fail before the fence closes.
                     fence = LeaseFence(ttlNanoseconds: ttl, marginNanoseconds: ttl / 5)
                     fence.renewed(sentAt: sent)
                     lease = granted.id
-                    try await client.put(
-                        memberPrefix + myself.id, value: "\(myself.host):\(myself.port)", lease: granted.id)
+                    unusedGrant = nil
                     logger.info("etcd: registered with lease \(granted.id) (\(granted.ttl) s)")
                     rebalance()
                     try await renew(granted.id, every: .nanoseconds(Int64(ttl / 4)))
@@ -147,6 +159,11 @@
                     return
                 } catch {
                     logger.warning("etcd: \(error); trying again")
+                    if let unusedGrant {
+                        // Its member key may have been written: it goes now, not when it expires.
+                        try? await client.revoke(unusedGrant)
+                        self.unusedGrant = nil
+                    }
                     try? await Task.sleep(for: .milliseconds(200))
                 }
             }
@@ -280,6 +297,7 @@
         private func setOwner(of block: Int, to claim: EtcdClient.KeyValue) {
             blockChanges[block] &+= 1
             blockLeases[block] = claim.lease
+            claimRevisions[block] = claim.revision
             // This node's id under another lease (an earlier run of this node, or a lease that
             // expired) is not this node's claim: it goes when that lease does.
             let ownClaim = claim.value == myself.id && claim.lease == lease
@@ -290,6 +308,7 @@
         private func setFree(_ block: Int) {
             blockChanges[block] &+= 1
             blockLeases[block] = ""
+            claimRevisions[block] = 0
             blocks.owners[block] = nil
             served.remove(block)
         }
@@ -337,9 +356,16 @@
                 }
             }
             // Blocks etcd says are this node's, under its current lease, that it does not
-            // serve: a claim whose answer was lost (etcd took it, the reply timed out).
-            var gained = blocks.blocks(of: myself.id).filter {
-                !served.contains($0) && !plan.release.contains($0) && blockLeases[$0] == lease
+            // serve: a claim whose answer was lost (etcd took it, the reply timed out), or a
+            // release that failed. One still under the claim it was emptied under is intact.
+            var gained: [Int] = []
+            for block in blocks.blocks(of: myself.id)
+            where !served.contains(block) && !plan.release.contains(block) && blockLeases[block] == lease {
+                if claimRevisions[block] > 0 && claimRevisions[block] == emptiedUnder[block] {
+                    served.insert(block)
+                } else {
+                    gained.append(block)
+                }
             }
             for block in plan.claim {
                 let changes = blockChanges[block]
@@ -350,7 +376,8 @@
                     if claim.succeeded {
                         // Unless the watch has already brought this claim, or a later change.
                         if revisions.takeChange(of: block, at: claim.revision) {
-                            setOwner(of: block, to: .init(key: "", value: myself.id, lease: lease))
+                            setOwner(
+                                of: block, to: .init(key: "", value: myself.id, lease: lease, revision: claim.revision))
                         }
                         if blocks.owners[block] == myself.id && blockLeases[block] == lease { gained.append(block) }
                     } else if blockChanges[block] == changes && blocks.owners[block] == nil {
@@ -370,6 +397,7 @@
                 guard emptied else { return await publishView() }
                 for block in gained where blocks.owners[block] == myself.id && blockLeases[block] == lease {
                     served.insert(block)
+                    emptiedUnder[block] = claimRevisions[block]
                 }
                 logger.info("etcd: serving \(gained.count) more slot blocks (\(served.count) in all)")
             }
