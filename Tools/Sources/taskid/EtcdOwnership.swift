@@ -199,13 +199,13 @@
                 }
                 fence.renewed(sentAt: sent)
                 let answered = MonotonicClock.nanoseconds()
+                let servingFor = fence.validUntil > answered ? (fence.validUntil - answered) / 1_000_000 : 0
                 // The fence's times, per renewal: what shows why a node stopped serving.
                 logger.debug(
                     "etcd: lease renewed",
                     metadata: [
                         "lease": "\(id)", "ttl_left_s": "\(left)",
-                        "round_trip_ms": "\((answered &- sent) / 1_000_000)",
-                        "serving_for_ms": "\(fence.validUntil > answered ? (fence.validUntil - answered) / 1_000_000 : 0)",
+                        "round_trip_ms": "\((answered &- sent) / 1_000_000)", "serving_for_ms": "\(servingFor)",
                     ])
                 await publishView()  // the fence moved: even while a pass is under way
                 // Also the periodic pass: a pass skipped while the fence was closed, or a claim
