@@ -736,7 +736,8 @@ class Chaos:
         check(not shared.failures, "the load generator failed: %s" % (shared.failures or [""])[0])
         live = self.live_nodes()
         for node in live:
-            cluster_etcd.wait_for("%s's runs finished" % node.name, lambda: live_runs(node.port), lambda n: n == 0,
+            cluster_etcd.wait_for("%s's runs finished" % node.name,
+                                  lambda: cluster_etcd.info_field(node.port, "live_generations"), lambda n: n == 0,
                                   limit=10)
         client = ClusterClient(shared.seeds)
         check(client.refresh(), "no node answered CLUSTER SLOTS at the end")
@@ -841,13 +842,6 @@ class Chaos:
 def process_state(pid):
     with open("/proc/%d/stat" % pid) as file:
         return file.read().rsplit(")", 1)[1].split()[0]
-
-
-def live_runs(port):
-    reply = cluster_etcd.call(port, "INFO")
-    if not isinstance(reply, bytes):
-        return None
-    return int(reply.decode().split("live_generations:")[1].split("\r\n")[0])
 
 
 def main():
