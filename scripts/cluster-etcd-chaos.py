@@ -250,28 +250,28 @@ class ClusterClient:
 
     def run(self, commands, snapshot=None):
         """Sends [(key, args)]; returns {index: Reply} with a Reply per command:
-        `port` the node that gave the final answer, `sent` when that try was sent, `first` (and
-        `since`, the same) when the command was first sent, `replied`, `value`, and `floor` =
-        snapshot(key) before the first send."""
-        pending = [(index, key, args, snapshot(key) if snapshot else None, None, None)
+        `port` the node that gave the final answer, `sent` when that try was sent, `first` when
+        the command was first sent, `replied`, `value`, and `floor` = snapshot(key) before the
+        first send."""
+        pending = [Try(index, key, args, snapshot(key) if snapshot else None)
                    for index, (key, args) in enumerate(commands)]
         results = {}
         for attempt in range(self.MAX_TRIES):
             if not pending:
                 break
+            last = attempt + 1 == self.MAX_TRIES
             groups = {}
             for item in pending:
-                port = self.slot_ports[key_slot(item[1])]
+                port = self.slot_ports[key_slot(item.key)]
                 if port is None and self.refresh():
-                    port = self.slot_ports[key_slot(item[1])]
+                    port = self.slot_ports[key_slot(item.key)]
                 groups.setdefault(port, []).append(item)
             pending = []
             for port, group in groups.items():
                 if port is None:
                     now = time.monotonic()
-                    for index, key, args, floor, first, since in group:
-                        results[index] = Reply(None, now, first or now, since or now, now,
-                                               RespError("no node for the slot"), floor)
+                    for item in group:
+                        results[item.index] = item.reply(None, now, now, RespError("no node for the slot"))
                     continue
                 sent = time.monotonic()
                 conn = self.connections.get(port)
@@ -279,31 +279,32 @@ class ClusterClient:
                 stale_map = False
                 try:
                     if conn is None:
-                        conn = Connection(port, timeout=REQUEST_TIMEOUT_S)
-                        self.connections[port] = conn
-                    conn.send(b"".join(encode(args) for _, _, args, _, _, _ in group))
-                    for index, key, args, floor, first, since in group:
+                        conn = self.connections[port] = Connection(port, timeout=REQUEST_TIMEOUT_S)
+                    conn.send(b"".join(encode(item.args) for item in group))
+                    for item in group:
                         value = conn.reply()
                         answered += 1
                         replied = time.monotonic()
                         if self.heard:
                             self.heard(port, sent, value)
-                        first = since = first or sent
+                        item.first = item.first or sent
                         text = str(value) if isinstance(value, RespError) else ""
-                        if text.startswith("MOVED ") and attempt + 1 < self.MAX_TRIES:
+                        if text.startswith("MOVED ") and not last:
                             slot, address = text.split()[1:3]
                             self.slot_ports[int(slot)] = int(address.rsplit(":", 1)[1])
-                            pending.append((index, key, args, floor, first, since))
-                        elif text.startswith("CLUSTERDOWN") and attempt + 1 < self.MAX_TRIES:
+                            pending.append(item)
+                        elif text.startswith("CLUSTERDOWN") and not last:
                             stale_map = True
-                            pending.append((index, key, args, floor, first, since, port, replied, value))
+                            item.failed = (port, replied, value)
+                            pending.append(item)
                         else:
-                            results[index] = Reply(port, sent, first, since, replied, value, floor)
+                            results[item.index] = item.reply(port, sent, replied, value)
                 except (Closed, OSError):
                     now = time.monotonic()
-                    for index, key, args, floor, first, since in group[answered:]:
-                        pending.append((index, key, args, floor, first or sent, first or sent,
-                                        port, now, RespError("no reply: connection failed")))
+                    for item in group[answered:]:
+                        item.first = item.first or sent
+                        item.failed = (port, now, RespError("no reply: connection failed"))
+                        pending.append(item)
                     if conn is not None:
                         conn.close()
                     self.connections.pop(port, None)
@@ -313,19 +314,16 @@ class ClusterClient:
             # A failed try is tried again only where the map now names another node.
             again = []
             for item in pending:
-                if len(item) == 6:
-                    again.append(item)
-                    continue
-                index, key, args, floor, first, since, port, replied, value = item
-                if self.slot_ports[key_slot(key)] not in (None, port):
-                    again.append((index, key, args, floor, first, since))
+                if item.failed and self.slot_ports[key_slot(item.key)] in (None, item.failed[0]):
+                    port, replied, value = item.failed
+                    results[item.index] = item.reply(port, replied, replied, value)
                 else:
-                    results[index] = Reply(port, replied, first, since, replied, value, floor)
+                    item.failed = None
+                    again.append(item)
             pending = again
         now = time.monotonic()
-        for index, key, args, floor, first, since in pending:
-            results[index] = Reply(None, now, first or now, since or now, now,
-                                   RespError("too many redirections"), floor)
+        for item in pending:
+            results[item.index] = item.reply(None, now, now, RespError("too many redirections"))
         return results
 
     def close(self):
@@ -334,7 +332,22 @@ class ClusterClient:
         self.connections = {}
 
 
-Reply = collections.namedtuple("Reply", "port sent first since replied value floor")
+Reply = collections.namedtuple("Reply", "port sent first replied value floor")
+
+
+class Try:
+    """A command on its way: where it stands between tries, and its last failure (port,
+    replied, value) if that try failed in a way that may be tried elsewhere."""
+
+    __slots__ = ("index", "key", "args", "floor", "first", "failed")
+
+    def __init__(self, index, key, args, floor):
+        self.index, self.key, self.args, self.floor = index, key, args, floor
+        self.first = None
+        self.failed = None
+
+    def reply(self, port, sent, replied, value):
+        return Reply(port, sent, self.first or sent, replied, value, self.floor)
 
 
 class Shared:
@@ -352,7 +365,7 @@ class Shared:
         self.judging = collections.deque()  # (kind, ...) waiting for etcd's history
         self.acknowledged = 0
         self.reads = 0
-        self.errors = []         # (key, since, replied, text)
+        self.errors = []         # (key, first sent, replied, text)
         self.error_texts = collections.Counter()
         self.stale = []          # (key, read, floor, why)
         self.nil_after_move = 0
@@ -399,7 +412,7 @@ class Shared:
     def note_error(self, key, reply):
         text = str(reply.value)
         with self.lock:
-            self.errors.append((key, reply.since, reply.replied, text))
+            self.errors.append((key, reply.first, reply.replied, text))
             self.error_texts[text.split(" ")[0] if text.startswith(("MOVED", "CLUSTERDOWN")) else text] += 1
 
 
@@ -737,7 +750,7 @@ class Chaos:
         live = self.live_nodes()
         for node in live:
             cluster_etcd.wait_for("%s's runs finished" % node.name,
-                                  lambda: cluster_etcd.info_field(node.port, "live_generations"), lambda n: n == 0,
+                                  lambda: cluster_load.info_field(node.port, "live_generations"), lambda n: n == 0,
                                   limit=10)
         client = ClusterClient(shared.seeds)
         check(client.refresh(), "no node answered CLUSTER SLOTS at the end")

@@ -230,18 +230,10 @@ class CliSession:
             raise Failure("redis-cli -c did not exit within 10 s of the end of its input")
 
 
-def info_field(port, field):
-    """One integer field of the node's INFO, None when the node does not answer."""
-    reply = call(port, "INFO")
-    if not isinstance(reply, bytes):
-        return None
-    return int(reply.decode().split(f"\r\n{field}:")[1].split("\r\n")[0])
-
-
 def sets_declared(port):
     """How many SETs the node has taken (INFO's `declared`): the checker's own INFO calls and
     redirected requests do not count."""
-    return info_field(port, "declared")
+    return cluster_load.info_field(port, "declared")
 
 
 def served_evenly(port, nodes):

@@ -179,6 +179,23 @@ def probe(args):
 # ---- chaos -------------------------------------------------------------------------------
 
 
+def info_field(port, field):
+    """One integer field of a node's INFO, on a new connection; None when it does not answer."""
+    try:
+        conn = Connection(port, timeout=2.0)
+    except OSError:
+        return None
+    try:
+        reply = conn.call("INFO")
+    except (OSError, Closed):
+        return None
+    finally:
+        conn.close()
+    if not isinstance(reply, bytes):
+        return None
+    return int(reply.decode().split("\r\n%s:" % field)[1].split("\r\n")[0])
+
+
 def key_slot(key):
     """Redis Cluster's hash slot: CRC16/XMODEM of the key, or of its {hash tag}, mod 16384."""
     data = key.encode() if isinstance(key, str) else key
@@ -635,14 +652,11 @@ def run_chaos(args, nodes, ports):
     deadline = time.monotonic() + 10
     for node in nodes:
         while True:
-            conn = Connection(node.port)
-            info = conn.call("INFO").decode()
-            conn.close()
-            live = int(info.split("live_generations:")[1].split("\r\n")[0])
+            live = info_field(node.port, "live_generations")
             if live == 0:
                 break
             if time.monotonic() > deadline:
-                print("FAIL: node%d still had %d runs 10 s after the load stopped" % (node.index + 1, live))
+                print("FAIL: node%d still had %s runs 10 s after the load stopped" % (node.index + 1, live))
                 return 1
             time.sleep(0.02)
     router = new_router()

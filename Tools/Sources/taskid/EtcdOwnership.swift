@@ -43,10 +43,8 @@
         private var hasRead = false
         /// Each block's lease in etcd ("" when free), as last read or watched.
         private var blockLeases = [String](repeating: "", count: SlotBlocks.count)
-        /// How many changes the map has brought for each block: a guess made across a wait is
-        /// dropped if the watch told the truth meanwhile.
-        private var blockChanges = [UInt64](repeating: 0, count: SlotBlocks.count)
-        /// The revision of the latest change taken in for each block: older news is dropped.
+        /// The revision of the latest change taken in for each block: older news is dropped, and
+        /// a guess made across a wait is dropped if the map brought news of the block meanwhile.
         private var revisions = BlockRevisions()
         /// The revision that created each block's claim as last read or watched (0: free).
         private var claimRevisions = [Int64](repeating: 0, count: SlotBlocks.count)
@@ -296,7 +294,6 @@
         }
 
         private func setOwner(of block: Int, to claim: EtcdClient.KeyValue) {
-            blockChanges[block] &+= 1
             blockLeases[block] = claim.lease
             claimRevisions[block] = claim.revision
             // This node's id under another lease (an earlier run of this node, or a lease that
@@ -307,7 +304,6 @@
         }
 
         private func setFree(_ block: Int) {
-            blockChanges[block] &+= 1
             blockLeases[block] = ""
             claimRevisions[block] = 0
             blocks.owners[block] = nil
@@ -341,7 +337,7 @@
                 for block in plan.release { served.remove(block) }
                 await publishView()  // no longer served here, before anyone can claim them
                 for block in plan.release {
-                    let changes = blockChanges[block]
+                    let knownBefore = revisions.known[block]
                     do {
                         // Free now, in this node's view too: the watch's word on it comes later, and
                         // a plan made meanwhile must not give it back again.
@@ -351,7 +347,7 @@
                         }
                     } catch {
                         // Given back or not: unknown until the next read. Not this node's meanwhile.
-                        if blockChanges[block] == changes { blocks.owners[block] = Self.claimedElsewhere }
+                        if revisions.known[block] == knownBefore { blocks.owners[block] = Self.claimedElsewhere }
                         logger.warning("etcd: could not give back block \(block): \(error)")
                     }
                 }
@@ -369,7 +365,7 @@
                 }
             }
             for block in plan.claim {
-                let changes = blockChanges[block]
+                let knownBefore = revisions.known[block]
                 do {
                     let claim = try await client.createIfAbsent(
                         blockPrefix + "\(block)", value: myself.id, lease: lease)
@@ -381,7 +377,7 @@
                                 of: block, to: .init(key: "", value: myself.id, lease: lease, revision: claim.revision))
                         }
                         if blocks.owners[block] == myself.id && blockLeases[block] == lease { gained.append(block) }
-                    } else if blockChanges[block] == changes && blocks.owners[block] == nil {
+                    } else if revisions.known[block] == knownBefore && blocks.owners[block] == nil {
                         // Another node's, which the watch will name: not claimed again meanwhile
                         // (and read again within a lease time, if the watch never says).
                         blocks.owners[block] = Self.claimedElsewhere
