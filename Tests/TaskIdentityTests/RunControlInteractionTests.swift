@@ -83,7 +83,8 @@ struct RunControlInteractionTests {
         try registry.task("a", id: "B") { _ in log.add("B") }
         loop.advance(ms: 200)
         #expect(log.take() == ["A", "B"], "no refresh after B, which has none")
-        #expect(registry.core.refreshes.isEmpty)
+        #expect(try #require(registry.record("a", .main)).rare?.refresh == nil)
+        #expect(registry.core.openTaskTimers == 0, "no refresh timer is left")
         h.finish()
     }
 

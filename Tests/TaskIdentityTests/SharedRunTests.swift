@@ -126,7 +126,9 @@ struct SharedRunTests {
         for key in ["a", "b", "c"] { try registry.task(key, id: "q", template: search) }
         loop.advance(ms: 1)
         #expect(log.take() == ["search q for a at 0"])
+        let records = try ["a", "b", "c"].map { try #require(registry.record($0, .main)) }
+        #expect(records.allSatisfy { $0.rare?.sharedRuns.count == 1 }, "each slot's run is in the shared run")
         h.finish()
-        #expect(registry.core.sharedRuns.isEmpty && registry.core.sharedRunOf.isEmpty)
+        #expect(registry.core.sharedRuns.isEmpty && records.allSatisfy { $0.rare?.sharedRuns.isEmpty ?? true })
     }
 }

@@ -76,7 +76,10 @@ struct StaleAndRefreshTests {
         try registry.cancel("slow")
         loop.advance(ms: 100)
         #expect(log.take().isEmpty)
-        #expect(registry.core.refreshes.isEmpty, "no refresh state or timer is left")
+        for key in ["slow", "cancelled"] {
+            #expect(try #require(registry.record(key, .main)).rare?.refresh == nil, "no refresh state is left")
+        }
+        #expect(registry.core.openTaskTimers == 0, "no refresh timer is left")
         h.finish()
     }
 

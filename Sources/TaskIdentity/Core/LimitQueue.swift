@@ -2,7 +2,7 @@
 /// generations waiting for one of them to end, ordered by priority, then by when each joined
 /// (when its slot's identity last changed: a new identity for a queued slot replaces the
 /// queued generation, whose node goes with it, and joins last). The core keeps each waiting
-/// record's node beside the queue (`RegistryCore.limitQueued`), so that a generation that ends
+/// record's node in its rare state (`RareTaskState.limitQueued`), so that a generation that ends
 /// without starting leaves at once: every node is a generation waiting.
 ///
 /// Loop thread only.

@@ -22,7 +22,7 @@ extension RegistryCore {
     /// (`timedOut`).
     func timeLimitPassed(_ limit: TimeLimits.Limit) {
         let record = limit.record
-        timeLimited[ObjectIdentifier(record)] = nil
+        record.rare?.timeLimit = nil
         let effects = record.state.runTimedOut(generation: limit.generation, gate: gate(record), counters: &counters)
         carryOut(effects, on: record)
         noteQuiescence()

@@ -11,7 +11,7 @@ extension RegistryCore {
         let options = record.options
         var throttleReadyAt: UInt64 = 0
         var now = given ?? 0
-        if options.throttleNanoseconds > 0, let state = throttles[ObjectIdentifier(record)] {
+        if options.throttleNanoseconds > 0, let state = record.rare?.throttle {
             throttleReadyAt = LoopInstant.nanoseconds(state.lastStart, plus: options.throttleNanoseconds)
             if given == nil { now = unretainedLoop.now.nanoseconds }
         }
@@ -59,7 +59,7 @@ extension RegistryCore {
     @inline(__always)
     func beginGeneration(_ record: AnyTaskRecord, options: TaskOptions, body: RunBody) {
         record.pendingAction = body
-        if record.state.phase == .failed { failures[ObjectIdentifier(record)] = nil }
+        if record.state.phase == .failed { record.rare?.failure = nil }
         let now: UInt64? = options.debounceNanoseconds > 0 ? unretainedLoop.now.nanoseconds : nil
         let effects = record.state.declare(
             changed: true, debounce: options.debounceNanoseconds, gate: gate(record, now: now),
@@ -76,13 +76,13 @@ extension RegistryCore {
         _ effects: TaskStateMachine.Effects, on record: AnyTaskRecord, endedRun: UInt64? = nil
     ) {
         if trace != nil { traceEffects(effects, on: record, endedRun: endedRun) }
-        // One test on the common path, for every side table that a run's end or a pending
+        // One test on the common path, for all the rare state that a run's end or a pending
         // generation's end releases: separate tests make this function too large to be inlined
         // into `runEnded` (about 25 instructions a W1 change).
         if (effects.endedRun != nil || effects.endedPending != nil) && hasRunSideTables {
             releaseSideTables(effects, on: record)
         }
-        if effects.stopThrottleTimer { throttles[ObjectIdentifier(record)]?.timer?.stop() }
+        if effects.stopThrottleTimer { stopThrottleTimer(record) }
         if effects.cancelTask {
             record.runningTask?.cancel()
             record.runningTask = nil

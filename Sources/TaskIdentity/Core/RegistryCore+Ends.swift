@@ -7,7 +7,7 @@ extension RegistryCore {
     /// `TaskRegistry.cancel`: ends the pending generation and the current run of `record`,
     /// which stays in its slot and forgets its identity.
     func cancelByCaller(_ record: AnyTaskRecord) {
-        if !refreshes.isEmpty { dropRefreshState(record) }
+        if let rare = record.rare { dropRefreshState(rare) }
         guard record.state.pending != .none || record.state.run != .none else { return }
         record.identity = ForgottenIdentity()
         carryOut(record.state.cancelByCaller(counters: &counters), on: record)
@@ -36,7 +36,7 @@ extension RegistryCore {
         // Off the loop thread only after the loop shut down: the loop's remaining jobs and the
         // door's then run one at a time on the threads that enqueue them.
         assert(unretainedLoop.inLoop || isShutDown, "BUG DETECTED: a run ended off its registry's loop thread")
-        if !sharedRunOf.isEmpty, let shared = endingSharedRun(record, generation: generation) {
+        if hasRunSideTables, let shared = endingSharedRun(record, generation: generation) {
             endSharedRun(shared, failure: failure)
             return
         }
@@ -64,7 +64,7 @@ extension RegistryCore {
             outcome = .failed
             log.trace("task '\(record.name)' generation \(generation) failed: \(error)")
         }
-        if !limitedRuns.isEmpty { givePlaceBack(record, generation: generation) }
+        if hasRunSideTables { givePlaceBack(record, generation: generation) }
         var retryAt: UInt64 = 0
         if case .failed = outcome, hasRunSideTables, let policy = record.options.retry,
             record.state.isCurrentRun(generation)
@@ -75,7 +75,7 @@ extension RegistryCore {
             generation: generation, outcome: outcome, isShutDown: isShutDown, retryAt: retryAt, gate: gate(record),
             counters: &counters)
         if let ended = effects.endedRun, ended.phase == .failed {
-            if ended.generation == record.state.generation { failures[ObjectIdentifier(record)] = failure }
+            if ended.generation == record.state.generation { keepFailure(failure, of: record) }
             // Published here, with its error; `carryOut` publishes the rest.
             if record.hasObservers { record.publish(generation: ended.generation, phase: .failed(failure!)) }
         }
@@ -89,22 +89,27 @@ extension RegistryCore {
         if record.state.isRemoved { removedRecordRunEnded(record) }
         // A run that awaited shutdown from an unstructured task of its own may end first.
         if isShutDown && !runsAwaitingShutdown.isEmpty {
-            runsAwaitingShutdown.remove(RunKey(record: record, generation: generation))
+            runsAwaitingShutdown.removeAll { $0 == RunKey(record: record, generation: generation) }
         }
         noteQuiescence()
     }
 
     /// The slot of `record` is gone: cancel its waiting and running generations.
     func remove(_ record: AnyTaskRecord, reason: CancellationReason) {
-        if record.state.phase == .failed { failures[ObjectIdentifier(record)] = nil }
         trace(record, record.state.generation, .removed)
         carryOut(record.state.remove(reason: reason, counters: &counters), on: record)
-        if !refreshes.isEmpty { dropRefreshState(record) }
-        if let state = throttles.removeValue(forKey: ObjectIdentifier(record)) {
-            state.timer?.close()
-            state.timer = nil
+        if let rare = record.rare {
+            rare.failure = nil
+            dropRefreshState(rare)
+            closeTaskTimers(record)
         }
         noteQuiescence()
+    }
+
+    /// Keeps the error of `record`'s failed run for its phase. Out of line: failures are rare.
+    @inline(never)
+    func keepFailure(_ failure: (any Error)?, of record: AnyTaskRecord) {
+        record.makeRare().failure = failure
     }
 
     /// Once shutting down, wakes the waiters of `whenQuiesced` when the last action has ended.
@@ -118,8 +123,8 @@ extension RegistryCore {
     /// The public phase of `record`.
     func phase(of record: AnyTaskRecord) -> TaskPhase {
         let phase = record.state.phase
-        // The side table is looked up only for a failed task.
-        return phase.taskPhase(failure: phase == .failed ? failures[ObjectIdentifier(record)] : nil)
+        // The rare state is read only for a failed task.
+        return phase.taskPhase(failure: phase == .failed ? record.rare?.failure : nil)
     }
 
     @inline(__always)

@@ -17,7 +17,7 @@ extension RegistryCore {
         // (The node of a replaced generation went with it, in `releaseSideTables`.)
         let priority = record.options.values.priority
         let node = queue.join(record, priority: priority, now: unretainedLoop.now.nanoseconds)
-        limitQueued[ObjectIdentifier(record)] = LimitQueueLink(queue: queue, priority: priority, node: node)
+        record.makeRare().limitQueued = LimitQueueLink(queue: queue, priority: priority, node: node)
         if trace != nil { trace(record, record.state.generation, .queued) }
         carryOut(effects, on: record)
         // Others were queued ahead of it, but a place is free: the head starts this turn.
@@ -30,7 +30,7 @@ extension RegistryCore {
     @inline(never)
     func takePlace(_ record: AnyTaskRecord, generation: UInt64, in queue: LimitQueue) {
         queue.running += 1
-        limitedRuns[RunKey(record: record, generation: generation)] = queue
+        record.makeRare().placesHeld.append((generation, queue))
     }
 
     /// The run `generation` of `record` stopped (its action returned, or a delayed synchronous
@@ -38,7 +38,7 @@ extension RegistryCore {
     /// and the head of the queue starts in this turn's start pass.
     @inline(never)
     func givePlaceBack(_ record: AnyTaskRecord, generation: UInt64) {
-        guard let queue = limitedRuns.removeValue(forKey: RunKey(record: record, generation: generation)) else {
+        guard let rare = record.rare, !rare.placesHeld.isEmpty, let queue = rare.takePlace(of: generation) else {
             return
         }
         queue.running -= 1
@@ -61,7 +61,7 @@ extension RegistryCore {
             let now = unretainedLoop.now.nanoseconds
             while !queue.isFull, let waiter = queue.removeHead() {
                 let record = waiter.record
-                limitQueued[ObjectIdentifier(record)] = nil
+                record.rare?.limitQueued = nil
                 // Every node's generation waits (a node goes with its generation), checked
                 // rather than assumed: starting a generation that is not waiting would trap.
                 guard record.state.pending == .startLimited else { continue }

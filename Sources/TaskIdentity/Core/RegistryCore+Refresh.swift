@@ -1,8 +1,8 @@
 import TaskLoopCore
 
 /// When the last run of a task with `staleAfter` or `refreshEvery` ended, the action to run
-/// again, and the timer of the next refresh. Off the record, as most tasks have neither. Loop
-/// thread only.
+/// again, and the timer of the next refresh. In the record's rare state, as most tasks have
+/// neither. Loop thread only.
 final class RefreshState {
     /// The generation whose run ended (or is under way).
     var generation: UInt64 = 0
@@ -24,8 +24,8 @@ extension RegistryCore {
         if options.retry != nil { noteAttempt(record, generation: generation, body: body) }
         if options.staleAfterNanoseconds != nil || options.refreshEveryNanoseconds != nil {
             noteRefreshBody(record, generation: generation, body: body)
-        } else if !refreshes.isEmpty {
-            dropRefreshState(record)  // declared since without them: nothing to run again
+        } else if let rare = record.rare {
+            dropRefreshState(rare)  // declared since without them: nothing to run again
         }
     }
 
@@ -33,8 +33,9 @@ extension RegistryCore {
     /// starts: its action is kept to be run again.
     @inline(never)
     func noteRefreshBody(_ record: AnyTaskRecord, generation: UInt64, body: RunBody) {
-        let state = refreshes[ObjectIdentifier(record)] ?? RefreshState()
-        refreshes[ObjectIdentifier(record)] = state
+        let rare = record.makeRare()
+        let state = rare.refresh ?? RefreshState()
+        rare.refresh = state
         state.generation = generation
         state.endedAt = nil
         state.body = body
@@ -46,7 +47,7 @@ extension RegistryCore {
     /// after any other cancellation (a new identity, a removal, the caller, shutdown) the
     /// refresh stops.
     func refreshAfterEnd(_ record: AnyTaskRecord, _ ended: TaskStateMachine.PhaseChange) {
-        guard let state = refreshes[ObjectIdentifier(record)] else { return }
+        guard let state = record.rare?.refresh else { return }
         let endedOnItsOwn: Bool
         switch ended.phase {
         case .finished, .failed, .cancelled(.timedOut), .cancelled(.actionCancelled): endedOnItsOwn = true
@@ -70,7 +71,7 @@ extension RegistryCore {
     /// nothing happened to the task since its last run ended.
     func refreshDue(_ record: AnyTaskRecord) {
         guard !isShutDown, record.options.refreshEveryNanoseconds != nil,
-            let state = refreshes[ObjectIdentifier(record)],
+            let state = record.rare?.refresh,
             state.endedAt != nil,
             let body = state.body, !record.state.isRemoved, record.state.pending == .none, record.state.run == nil,
             record.state.generation == state.generation
@@ -83,18 +84,18 @@ extension RegistryCore {
     /// running.
     @inline(never)
     func isStale(_ record: AnyTaskRecord, _ options: TaskOptions) -> Bool {
-        guard let staleAfter = options.staleAfterNanoseconds, let state = refreshes[ObjectIdentifier(record)],
+        guard let staleAfter = options.staleAfterNanoseconds, let state = record.rare?.refresh,
             let endedAt = state.endedAt,
             record.state.generation == state.generation, record.state.pending == .none, record.state.run == nil
         else { return false }
         return unretainedLoop.now.nanoseconds &- endedAt >= staleAfter
     }
 
-    /// `record` leaves its slot, or forgets its identity: no refresh is left for it.
-    func dropRefreshState(_ record: AnyTaskRecord) {
-        guard let state = refreshes.removeValue(forKey: ObjectIdentifier(record)) else { return }
-        state.timer?.close()
-        state.timer = nil
+    /// `rare`'s record leaves its slot, or forgets its identity: no refresh is left for it.
+    func dropRefreshState(_ rare: RareTaskState) {
+        guard let state = rare.refresh else { return }
+        rare.refresh = nil
+        closeTaskTimer(&state.timer)
         state.body = nil
     }
 }

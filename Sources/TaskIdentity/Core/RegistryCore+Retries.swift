@@ -2,7 +2,7 @@ import TaskLoopCore
 
 /// The retry bookkeeping of one task whose options have a `RetryPolicy`: the generation it
 /// counts attempts of, the attempt under way or next, the action to call again, and the timer
-/// of the wait. Off the record, as most tasks never retry. Loop thread only.
+/// of the wait. In the record's rare state, as most tasks never retry. Loop thread only.
 final class RetryState {
     var generation: UInt64 = 0
     /// The attempt of the run under way (1 for the first), or of the one it waits to start.
@@ -19,8 +19,9 @@ extension RegistryCore {
     /// the next one. Apart from the hot path: most tasks have no policy.
     @inline(never)
     func noteAttempt(_ record: AnyTaskRecord, generation: UInt64, body: RunBody) {
-        let state = retries[ObjectIdentifier(record)] ?? RetryState()
-        retries[ObjectIdentifier(record)] = state
+        let rare = record.makeRare()
+        let state = rare.retry ?? RetryState()
+        rare.retry = state
         if state.generation != generation {
             state.generation = generation
             state.attempt = 1
@@ -31,7 +32,7 @@ extension RegistryCore {
     /// The attempt number of the run `generation` of `record` about to start (1 when it has
     /// no retry state for that generation).
     func attempt(of record: AnyTaskRecord, generation: UInt64) -> Int {
-        guard let state = retries[ObjectIdentifier(record)], state.generation == generation else { return 1 }
+        guard let state = record.rare?.retry, state.generation == generation else { return 1 }
         return state.attempt
     }
 
@@ -40,7 +41,7 @@ extension RegistryCore {
     /// under a policy). Counts the next attempt.
     @inline(never)
     func retryDeadline(_ record: AnyTaskRecord, generation: UInt64, policy: RetryPolicy) -> UInt64 {
-        guard let state = retries[ObjectIdentifier(record)], state.generation == generation,
+        guard let state = record.rare?.retry, state.generation == generation,
             state.attempt < policy.maxAttempts
         else { return 0 }
         state.attempt += 1
@@ -59,10 +60,9 @@ extension RegistryCore {
     func armRetry(_ record: AnyTaskRecord, until deadline: UInt64) {
         // The failed attempt's time limit goes with it: the next attempt, a run of the same
         // generation, arms its own.
-        if !timeLimited.isEmpty, let link = timeLimited.removeValue(forKey: ObjectIdentifier(record)) {
-            link.limits.remove(link.node)
-        }
-        guard let state = retries[ObjectIdentifier(record)] else { return }
+        guard let rare = record.rare else { return }
+        dropTimeLimit(rare)
+        guard let state = rare.retry else { return }
         record.pendingAction = state.body
         armTaskTimer(&state.timer, of: record, at: deadline, purpose: "retry") { core, record in
             let wasHeld = record.state.pending
@@ -72,12 +72,12 @@ extension RegistryCore {
         }
     }
 
-    /// The retry state of `record` goes (its generation ended, or a new one began), with its
-    /// timer.
-    func dropRetryState(_ record: AnyTaskRecord) {
-        guard let state = retries.removeValue(forKey: ObjectIdentifier(record)) else { return }
-        state.timer?.close()
-        state.timer = nil
+    /// The retry state of `rare`'s record goes (its generation ended, or a new one began), with
+    /// its timer.
+    func dropRetryState(_ rare: RareTaskState) {
+        guard let state = rare.retry else { return }
+        rare.retry = nil
+        closeTaskTimer(&state.timer)
         state.body = nil
     }
 }

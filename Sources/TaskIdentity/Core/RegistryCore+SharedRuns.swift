@@ -37,7 +37,7 @@ extension RegistryCore {
         let key = SharedRunKey(action: ObjectIdentifier(action), identity: AnyHashable(record.identity))
         if let run = sharedRuns[key] {
             run.members.append((record, generation))
-            sharedRunOf[RunKey(record: record, generation: generation)] = run
+            record.makeRare().sharedRuns.append((generation, run))
             counters.joined &+= 1
             if trace != nil { trace(record, generation, .joinedRun) }
             pushProgressEntry(record, generation: generation)
@@ -48,7 +48,7 @@ extension RegistryCore {
         run.task = record.runningTask
         record.runningTask = nil
         sharedRuns[key] = run
-        sharedRunOf[RunKey(record: record, generation: generation)] = run
+        record.makeRare().sharedRuns.append((generation, run))
     }
 
     /// The shared run under way that `record`'s pending generation would join, if any.
@@ -62,7 +62,7 @@ extension RegistryCore {
     /// The run `generation` of `record` was cancelled: if it is in a shared run, it leaves it,
     /// and the last slot to leave cancels the task.
     func leaveSharedRun(_ record: AnyTaskRecord, generation: UInt64) {
-        guard let run = sharedRunOf[RunKey(record: record, generation: generation)],
+        guard let run = record.rare?.sharedRun(of: generation),
             let index = run.members.firstIndex(where: { $0.record === record && $0.generation == generation })
         else { return }
         run.departed.append(run.members.remove(at: index))
@@ -77,10 +77,12 @@ extension RegistryCore {
     /// taken out of the tables, so that every slot it served ends once (`runEnded`).
     func endingSharedRun(_ record: AnyTaskRecord, generation: UInt64) -> SharedRun? {
         let runKey = RunKey(record: record, generation: generation)
-        guard let run = sharedRunOf[runKey], run.leader == runKey else { return nil }
+        guard let rare = record.rare, !rare.sharedRuns.isEmpty, let run = rare.sharedRun(of: generation),
+            run.leader == runKey
+        else { return nil }
         if sharedRuns[run.key] === run { sharedRuns[run.key] = nil }
         for member in run.members + run.departed {
-            sharedRunOf[RunKey(record: member.record, generation: member.generation)] = nil
+            member.record.rare?.leaveSharedRun(of: member.generation)
         }
         return run
     }
@@ -88,14 +90,14 @@ extension RegistryCore {
     /// Whether the shared run that `record`'s run `generation` belongs to still serves a
     /// current slot (a commit of it lands). For a leader that moved on, while others stay.
     func sharedRunIsCurrent(_ record: AnyTaskRecord, generation: UInt64) -> Bool {
-        guard let run = sharedRunOf[RunKey(record: record, generation: generation)] else { return false }
+        guard let run = record.rare?.sharedRun(of: generation) else { return false }
         return run.members.contains { $0.record.state.isCurrentRun($0.generation) }
     }
 
     /// Stores `result` for the run `generation` of `record`: in every slot a shared run serves
     /// now, or in `record` alone.
     func storeResult(_ result: any Sendable, of record: AnyTaskRecord, generation: UInt64) {
-        guard let run = sharedRunOf[RunKey(record: record, generation: generation)] else {
+        guard let run = record.rare?.sharedRun(of: generation) else {
             record.storeOwnResult(result)
             return
         }
@@ -107,7 +109,7 @@ extension RegistryCore {
     /// The slots the run `generation` of `record` serves now: the current members of its shared
     /// run, or `record` alone while it is current.
     func servedRecords(_ record: AnyTaskRecord, generation: UInt64) -> [AnyTaskRecord] {
-        if let run = sharedRunOf[RunKey(record: record, generation: generation)] {
+        if let run = record.rare?.sharedRun(of: generation) {
             return run.members.filter { $0.record.state.isCurrentRun($0.generation) }.map(\.record)
         }
         return record.state.isCurrentRun(generation) ? [record] : []

@@ -9,7 +9,8 @@ extension RegistryCore {
         isShutDown = true
     }
 
-    /// Closes the deadline queues and throttle timers (after every record was removed).
+    /// Closes the deadline queues (after every record was removed, which closed the tasks' own
+    /// timers).
     func closeTimers() {
         for windows in debounceWindows.values { windows.close() }
         for queue in progressQueues.values { queue.close() }
@@ -19,28 +20,10 @@ extension RegistryCore {
         progressQueues = [:]
         synchronousQueues = [:]
         timeLimitLists = [:]
-        timeLimited = [:]
         for queue in limitQueues.values { queue.close() }
         limitQueues = [:]
-        limitQueued = [:]
         admissionsDue = []
         optionsTable = [:]
-        for state in throttles.values {
-            state.timer?.close()
-            state.timer = nil
-        }
-        throttles = [:]
-        for state in retries.values {
-            state.timer?.close()
-            state.timer = nil
-        }
-        retries = [:]
-        for state in refreshes.values {
-            state.timer?.close()
-            state.timer = nil
-        }
-        refreshes = [:]
-        failures = [:]
     }
 
     /// The run of this registry that a task calling `shutdown()` belongs to, if that run is
@@ -61,7 +44,7 @@ extension RegistryCore {
     /// Calls `body` once no action is running (at once if none is), apart from the runs that
     /// await `shutdown()` themselves: `awaitingRun` is the caller's (`runAwaitingShutdown`).
     func whenQuiesced(awaitingRun: RunKey? = nil, _ body: @escaping () -> Void) {
-        if let awaitingRun { runsAwaitingShutdown.insert(awaitingRun) }
+        if let awaitingRun, !runsAwaitingShutdown.contains(awaitingRun) { runsAwaitingShutdown.append(awaitingRun) }
         quiescedWaiters.append(body)
         // Through `quiesced()`, so that every waiter runs and the set of runs awaiting
         // shutdown starts again empty.

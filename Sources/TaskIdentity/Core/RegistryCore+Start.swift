@@ -45,10 +45,18 @@ extension RegistryCore {
     }
 
     func throttleState(_ record: AnyTaskRecord) -> ThrottleState {
-        if let state = throttles[ObjectIdentifier(record)] { return state }
+        let rare = record.makeRare()
+        if let state = rare.throttle { return state }
         let state = ThrottleState()
-        throttles[ObjectIdentifier(record)] = state
+        rare.throttle = state
         return state
+    }
+
+    /// Stops the throttle timer of `record`. Out of line: throttles are rare, and `carryOut`
+    /// must stay small enough to be inlined into its callers.
+    @inline(never)
+    func stopThrottleTimer(_ record: AnyTaskRecord) {
+        record.rare?.throttle?.timer?.stop()
     }
 
     func armThrottle(_ record: AnyTaskRecord, until deadline: UInt64) {
@@ -73,6 +81,7 @@ extension RegistryCore {
                 guard let self, let record else { return }
                 onFire(self, record)
             }
+            if timer != nil { openTaskTimers += 1 }
         }
         do {
             guard let timer else { throw LoopError(.shutDown, operation: "makeTimer") }
@@ -160,7 +169,7 @@ extension RegistryCore {
     ) {
         guard kind != .synchronousExecuting else { return }
         let node = list.add(record, generation: generation, now: unretainedLoop.now.nanoseconds)
-        timeLimited[ObjectIdentifier(record)] = TimeLimitLink(limits: list, node: node)
+        record.makeRare().timeLimit = TimeLimitLink(limits: list, node: node)
     }
 
     /// Starts the run's Swift task, on the loop or on the task's executor, and its progress
@@ -259,7 +268,7 @@ extension RegistryCore {
     func synchronousRunDue(_ entry: SynchronousRunEntry) {
         // A loop running late may find the delay and a shorter limit both passed, the delay's
         // timer first: the limit wins, as it would have on time.
-        if !timeLimited.isEmpty, let link = timeLimited[ObjectIdentifier(entry.record)] {
+        if let link = entry.record.rare?.timeLimit {
             let limit = link.limits.limit(link.node)
             if limit.generation == entry.generation && limit.deadline <= unretainedLoop.now.nanoseconds {
                 link.limits.remove(link.node)

@@ -10,7 +10,7 @@ extension RegistryCore {
     func inherit(_ record: AnyTaskRecord, endingRunsOf previous: AnyTaskRecord) {
         guard previous.state.endingRuns > 0 else { return }
         record.state.inheritEndingRuns(previous.state.endingRuns)
-        successors[ObjectIdentifier(previous)] = Succession(predecessor: previous, successor: record)
+        previous.makeRare().successor = record
     }
 
     /// One of `record`'s cancelled runs ended after its slot was removed: pass it on along the
@@ -18,9 +18,9 @@ extension RegistryCore {
     func removedRecordRunEnded(_ record: AnyTaskRecord) {
         var current = record
         while true {
-            let successor = successors.isEmpty ? nil : successors[ObjectIdentifier(current)]?.successor
+            let successor = current.rare?.successor
             if current.state.endingRuns == 0 {
-                if successor != nil { successors[ObjectIdentifier(current)] = nil }
+                if successor != nil { current.rare?.successor = nil }
                 current.drained()
             }
             guard let successor else { return }
@@ -51,8 +51,6 @@ extension RegistryCore {
 
     /// Timers the registry holds open (deadline queues and throttle timers), for tests.
     var openTimerCount: Int {
-        debounceWindows.count + progressQueues.count + synchronousQueues.count + timeLimitLists.count
-            + throttles.values.filter { $0.timer != nil }.count + retries.values.filter { $0.timer != nil }.count
-            + refreshes.values.filter { $0.timer != nil }.count
+        debounceWindows.count + progressQueues.count + synchronousQueues.count + timeLimitLists.count + openTaskTimers
     }
 }

@@ -31,27 +31,13 @@ final class RegistryCore: @unchecked Sendable {
     var progressQueues: [UInt64: DeadlineQueue<ProgressEntry>] = [:]
     var synchronousQueues: [UInt64: DeadlineQueue<SynchronousRunEntry>] = [:]
     var timeLimitLists: [UInt64: TimeLimits] = [:]
-    /// The node of each run under way that has a time limit, by its record (a record has one
-    /// current run at most), so that the node goes when the run ends or is cancelled: off the
-    /// record, since most tasks have no limit. Unchecked exclusivity: loop thread only, read
-    /// on every run's end.
-    @exclusivity(unchecked) var timeLimited: [ObjectIdentifier: TimeLimitLink] = [:]
-    /// Some options made so far have a time limit or a concurrency limit, so that a run's end
-    /// may have entries to release in `timeLimited`, `limitQueued` or `limitedRuns` (never
-    /// reset: a registry that once used them pays one more look-up per end). Unchecked
-    /// exclusivity: loop thread only, read on every run's end.
+    /// Some options made so far use rare options (a time limit, a concurrency limit, retries,
+    /// refreshes, shared runs), so that a run's end may have rare state to release in its
+    /// record (`RareTaskState`); never reset: a registry that once used them pays one more
+    /// load per end. Unchecked exclusivity: loop thread only, read on every run's end.
     @exclusivity(unchecked) var hasRunSideTables = false
-    /// Retry bookkeeping of tasks with a retry policy that have started, off the record.
-    /// Unchecked exclusivity: loop thread only.
-    @exclusivity(unchecked) var retries: [ObjectIdentifier: RetryState] = [:]
-    /// What the last run of each task with `staleAfter` or `refreshEvery` left, off the record.
-    /// Unchecked exclusivity: loop thread only.
-    @exclusivity(unchecked) var refreshes: [ObjectIdentifier: RefreshState] = [:]
     /// Shared runs that slots may still join, by their action and identity. Loop thread only.
     var sharedRuns: [SharedRunKey: SharedRun] = [:]
-    /// The shared run of each slot's run in one (joined, or left and still ending). Unchecked
-    /// exclusivity: loop thread only, read on every run's end and every stale commit.
-    @exclusivity(unchecked) var sharedRunOf: [RunKey: SharedRun] = [:]
     /// The random numbers of retries' jitter.
     var retryRandom = SystemRandomNumberGenerator()
     /// The registry's concurrency limit for tasks declared without one
@@ -59,28 +45,12 @@ final class RegistryCore: @unchecked Sendable {
     let defaultLimit: ConcurrencyLimit?
     /// This registry's queue of each concurrency limit in use, by the limit's number.
     var limitQueues: [UInt32: LimitQueue] = [:]
-    /// The node of each record in a limit's queue, by its record: off the record, since most
-    /// tasks have no limit. Unchecked exclusivity: loop thread only, read when a pending
-    /// generation ends.
-    @exclusivity(unchecked) var limitQueued: [ObjectIdentifier: LimitQueueLink] = [:]
-    /// The queue of each run under way that holds a place of a limit, by the run (a record's
-    /// cancelled runs may still hold places beside its current one). Unchecked exclusivity:
-    /// loop thread only, read on every run's end.
-    @exclusivity(unchecked) var limitedRuns: [RunKey: LimitQueue] = [:]
     /// Queues with a free place and waiters, admitted from at the end of the start pass.
     /// Unchecked exclusivity: loop thread only, read by every start pass.
     @exclusivity(unchecked) var admissionsDue: [LimitQueue] = []
-    /// Throttle state of throttled tasks, off the record (most tasks are not throttled, and a
-    /// record's size is the footprint per slot). Unchecked exclusivity: loop thread only.
-    @exclusivity(unchecked) var throttles: [ObjectIdentifier: ThrottleState] = [:]
-    /// The errors of tasks whose phase is `failed`, off the record (failures are rare, and a
-    /// record's size is the footprint per slot). An entry goes when its task's phase changes.
-    /// Unchecked exclusivity: loop thread only.
-    @exclusivity(unchecked) var failures: [ObjectIdentifier: any Error] = [:]
-    /// Removed records whose cancelled runs a re-declared task of the same slot and name waits
-    /// for (`awaitPrevious`, `keepRunning`): each one's ends are passed on to its successor.
-    /// Unchecked exclusivity: loop thread only.
-    @exclusivity(unchecked) var successors: [ObjectIdentifier: Succession] = [:]
+    /// The tasks' own timers (throttle, retry, refresh: in their records' `RareTaskState`)
+    /// that are open, for `openTimerCount`. Loop thread only.
+    var openTaskTimers = 0
     /// The registry that owns this core, for forgetting removed records. Weak: a registry
     /// dropped without shutdown leaves running actions that still end here.
     weak var owner: AnyObject?
@@ -108,9 +78,10 @@ final class RegistryCore: @unchecked Sendable {
     var quiescedWaiters: [() -> Void] = []
     /// Runs of this registry that await `shutdown()` (in their action or a child task of it):
     /// shutdown returns once every other action has ended. A run awaiting it from several
-    /// child tasks counts once.
+    /// child tasks counts once. A list, not a table: it holds the few runs that call
+    /// `shutdown()`, and only while it waits.
     // @exclusivity(unchecked), as the counters: loop thread only.
-    @exclusivity(unchecked) var runsAwaitingShutdown: Set<RunKey> = []
+    @exclusivity(unchecked) var runsAwaitingShutdown: [RunKey] = []
     // @exclusivity(unchecked), these five: the start pass's state, loop thread only, touched
     // on every change.
     /// Records whose pending run starts at the end of this turn (see `queueStart`).
@@ -230,10 +201,4 @@ struct RunKey: Hashable {
         self.record = ObjectIdentifier(record)
         self.generation = generation
     }
-}
-
-/// A removed task whose cancelled runs a re-declared task of its slot waits for.
-struct Succession {
-    let predecessor: AnyTaskRecord
-    let successor: AnyTaskRecord
 }

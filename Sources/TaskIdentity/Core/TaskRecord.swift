@@ -26,9 +26,9 @@ class AnyTaskRecord: @unchecked Sendable {
     /// checked, each look-up from the inlined table pays a dynamic check (W1 +200 instructions).
     @exclusivity(unchecked) @usableFromInline final var slotHash: UInt32 = 0
     // @exclusivity(unchecked), these four, like `state`.
-    /// The latest result a current run stored (`TaskContext.commit(result:)`), boxed so that
-    /// tasks that never store one pay a pointer, not an existential.
-    @exclusivity(unchecked) var result: ResultBox?
+    /// The latest result a current run stored (`TaskContext.commit(result:)`) and the state of
+    /// rare options (`RareTaskState`), boxed so that tasks that use neither pay a pointer.
+    @exclusivity(unchecked) var extras: TaskExtras?
     /// The interned options of the latest declaration.
     @exclusivity(unchecked) @usableFromInline var options: TaskOptions
     /// The action of the latest generation while it has not started.
@@ -70,27 +70,23 @@ class AnyTaskRecord: @unchecked Sendable {
     /// Stores the result of the run `generation`: in this record, or in every slot its shared
     /// run serves.
     @usableFromInline final func storeResult(_ result: any Sendable, generation: UInt64) {
-        if core.sharedRunOf.isEmpty {
-            storeOwnResult(result)
-        } else {
+        if let rare, !rare.sharedRuns.isEmpty {
             core.storeResult(result, of: self, generation: generation)
+        } else {
+            storeOwnResult(result)
         }
     }
 
     final func storeOwnResult(_ result: any Sendable) {
         core.trace(self, state.runGeneration, .resultStored)
-        if let box = self.result {
-            box.value = result
-        } else {
-            self.result = ResultBox(result)
-        }
+        makeExtras().result = result
     }
 
     /// Whether the run `generation` is current: this task's current run, or a shared run that
     /// still serves a current slot (looked up only when this record's own answer is no).
     @usableFromInline final func isCurrentRun(_ generation: UInt64) -> Bool {
         state.isCurrentRun(generation)
-            || (!core.sharedRunOf.isEmpty && core.sharedRunIsCurrent(self, generation: generation))
+            || (extras?.rare?.sharedRuns.isEmpty == false && core.sharedRunIsCurrent(self, generation: generation))
     }
 
     @usableFromInline final func noteStaleCommit(_ generation: UInt64) {
@@ -186,9 +182,3 @@ final class TaskRecord<Key: Hashable & Sendable>: AnyTaskRecord, @unchecked Send
 /// wrapped in a thunk that converts it to the throwing function the runtime calls, one more
 /// allocation (a 32-byte context) and call per run.
 @usableFromInline typealias RunTask = Task<Void, any Error>
-
-/// A task's latest stored result. Loop thread only.
-final class ResultBox {
-    var value: any Sendable
-    init(_ value: any Sendable) { self.value = value }
-}

@@ -6,8 +6,8 @@ import TaskLoopCore
 ///
 /// Every limit of one list lasts the same `delayNanoseconds` from its run's start, so the order
 /// of starting is the order of passing: appending keeps the list sorted. Nodes live in a
-/// `NodeList`; the core keeps each record's node number beside the list
-/// (`RegistryCore.timeLimited`), since most records never have a limit.
+/// `NodeList`; the core keeps each record's node number in the record's rare state
+/// (`RareTaskState.timeLimit`), since most records never have a limit.
 ///
 /// The loop timer is armed for the head's deadline when the list goes from empty to busy and
 /// after each firing; a head taken out meanwhile makes one firing find nothing due.

@@ -1,0 +1,90 @@
+import TaskLoopCore
+
+/// What a record keeps beyond its state machine, made on first use: the latest stored result,
+/// and the state of the rare options its runs use. Most records never make one; a record that
+/// stores results (every key of `taskid serve`) makes this box alone, at the size of the result
+/// box it replaced, and only the few that use rare options make `RareTaskState` too.
+///
+/// Loop thread only, like its record.
+final class TaskExtras {
+    /// The latest result a current run stored, or `NoStoredResult()` while none has been. Not
+    /// an optional: with the `rare` pointer the box is 56 bytes, a 64-byte malloc chunk (an
+    /// optional existential takes it to 64 bytes, an 80-byte chunk: 16 bytes more per key).
+    var result: any Sendable = NoStoredResult()
+    /// The rare options' state, made by the first one used.
+    var rare: RareTaskState?
+
+    /// The stored result, or nil while none has been stored.
+    var storedResult: (any Sendable)? { result is NoStoredResult ? nil : result }
+}
+
+/// The result of a record that has not stored one (see `TaskExtras.result`).
+struct NoStoredResult: Sendable {}
+
+/// The state of a record's rare options, in the record rather than in tables beside it: its
+/// retry attempt, what its last run left for `staleAfter` and `refreshEvery`, its throttle's
+/// last start, its run's time-limit node, its place in a limit's queue and the places its runs
+/// hold, the shared runs its runs are in, its failure, and the task re-declared in its place.
+///
+/// Loop thread only, like its record.
+final class RareTaskState {
+    /// Attempts of the generation under way (`RetryPolicy`).
+    var retry: RetryState?
+    /// What the last run left for `staleAfter` and `refreshEvery`.
+    var refresh: RefreshState?
+    /// The throttle's last start and timer.
+    var throttle: ThrottleState?
+    /// The time-limit node of the current run, while it runs under a `timeout:`.
+    var timeLimit: TimeLimitLink?
+    /// The node of the pending generation in its concurrency limit's queue, while it waits.
+    var limitQueued: LimitQueueLink?
+    /// The places of a concurrency limit that this record's runs hold (the current one and
+    /// cancelled ones still ending), by generation.
+    var placesHeld: [(generation: UInt64, queue: LimitQueue)] = []
+    /// The shared runs this record's runs are in (joined, or left and still ending), by
+    /// generation.
+    var sharedRuns: [(generation: UInt64, run: SharedRun)] = []
+    /// The error of the run that failed, while the phase says `failed`.
+    var failure: (any Error)?
+    /// The task re-declared in this removed task's place, which waits for its runs to end
+    /// (`awaitPrevious`, `keepRunning`): each of their ends is passed on to it.
+    var successor: AnyTaskRecord?
+
+    /// The limit's queue whose place the run `generation` holds, taken out.
+    func takePlace(of generation: UInt64) -> LimitQueue? {
+        guard let index = placesHeld.firstIndex(where: { $0.generation == generation }) else { return nil }
+        return placesHeld.remove(at: index).queue
+    }
+
+    /// The shared run that the run `generation` is in.
+    func sharedRun(of generation: UInt64) -> SharedRun? {
+        sharedRuns.first { $0.generation == generation }?.run
+    }
+
+    /// The run `generation` is no longer in a shared run.
+    func leaveSharedRun(of generation: UInt64) {
+        sharedRuns.removeAll { $0.generation == generation }
+    }
+}
+
+extension AnyTaskRecord {
+    /// The rare options' state, if any was made. Loop thread only.
+    final var rare: RareTaskState? { extras?.rare }
+
+    /// The box of stored results and rare state, made on first use. Loop thread only.
+    final func makeExtras() -> TaskExtras {
+        if let extras { return extras }
+        let made = TaskExtras()
+        extras = made
+        return made
+    }
+
+    /// The rare options' state, made on first use. Loop thread only.
+    final func makeRare() -> RareTaskState {
+        let extras = makeExtras()
+        if let rare = extras.rare { return rare }
+        let made = RareTaskState()
+        extras.rare = made
+        return made
+    }
+}
