@@ -87,7 +87,7 @@ extension RegistryCore {
             record.runningTask?.cancel()
             record.runningTask = nil
         }
-        if effects.dropTask { record.runningTask = nil }
+        if effects.dropTask { retireTask(record) }
         if effects.dropPendingAction { record.pendingAction = nil }
         if let change = effects.endedPending { publish(record, change) }
         if let change = effects.endedRun, change.phase != .failed { publish(record, change) }

@@ -10,7 +10,7 @@ extension RegistryCore {
     }
 
     /// Closes the deadline queues (after every record was removed, which closed the tasks' own
-    /// timers).
+    /// timers) and releases the ended tasks kept for the next start pass.
     func closeTimers() {
         for windows in debounceWindows.values { windows.close() }
         for queue in progressQueues.values { queue.close() }
@@ -24,6 +24,7 @@ extension RegistryCore {
         limitQueues = [:]
         admissionsDue = []
         optionsTable = [:]
+        endedTasks = []
     }
 
     /// The run of this registry that a task calling `shutdown()` belongs to, if that run is

@@ -82,8 +82,11 @@ final class RegistryCore: @unchecked Sendable {
     /// `shutdown()`, and only while it waits.
     // @exclusivity(unchecked), as the counters: loop thread only.
     @exclusivity(unchecked) var runsAwaitingShutdown: [RunKey] = []
-    // @exclusivity(unchecked), these five: the start pass's state, loop thread only, touched
+    // @exclusivity(unchecked), these six: the start pass's state, loop thread only, touched
     // on every change.
+    /// Handles of runs that ended since the last start pass, released one before each start
+    /// (see `retireTask`).
+    @exclusivity(unchecked) var endedTasks: [RunTask] = []
     /// Records whose pending run starts at the end of this turn (see `queueStart`).
     @exclusivity(unchecked) var startQueue: [AnyTaskRecord] = []
     /// The records the pass is starting now (swapped with `startQueue`).
