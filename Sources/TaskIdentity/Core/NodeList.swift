@@ -4,6 +4,10 @@
 /// counting per move. Freed nodes are reused through a free list, and every node is dropped
 /// when the list empties. A chunk is never moved, so the list never stops the loop to grow.
 ///
+/// A chunk is raw memory (`NodeChunks` owns and frees it), not an array: a move writes five
+/// links, and through nested arrays each write checked two arrays' uniqueness (W2 spent about
+/// 100 instructions a change on those checks).
+///
 /// The storage of `DebounceWindows` and `TimeLimits`: lists of deadlines of one fixed delay,
 /// kept in the order they pass. Loop thread only, as they are.
 struct NodeList<Payload> {
@@ -16,7 +20,10 @@ struct NodeList<Payload> {
     static var chunkShift: Int { 10 }
     static var chunkCapacity: Int { 1 << chunkShift }
 
-    private var chunks: ContiguousArray<ContiguousArray<Node>> = []
+    /// The chunks, each `chunkCapacity` nodes, all initialized (a free node's payload is nil).
+    private var chunks: ContiguousArray<UnsafeMutablePointer<Node>> = []
+    /// Frees the chunks when the list drops them (emptied, or gone with its owner).
+    private var owner = NodeChunks<Payload>()
     /// The first node of the free list (chained through `next`), or zero.
     private var firstFree: UInt32 = 0
     /// Nodes allocated in `chunks` (linked or free).
@@ -31,6 +38,14 @@ struct NodeList<Payload> {
     private mutating func withNode<Result>(_ number: UInt32, _ body: (inout Node) -> Result) -> Result {
         let index = Int(number &- 1)
         return body(&chunks[index >> Self.chunkShift][index & (Self.chunkCapacity - 1)])
+    }
+
+    /// Allocates one more chunk of free nodes.
+    private mutating func addChunk() {
+        let chunk = UnsafeMutablePointer<Node>.allocate(capacity: Self.chunkCapacity)
+        chunk.initialize(repeating: Node(payload: nil, next: 0, previous: 0), count: Self.chunkCapacity)
+        owner.chunks.append(chunk)
+        chunks.append(chunk)
     }
 
     /// The payload of the linked node `number`, read in place.
@@ -52,14 +67,10 @@ struct NodeList<Payload> {
                 return next
             }
         } else {
-            if nodeCount & (Self.chunkCapacity - 1) == 0 {
-                var chunk = ContiguousArray<Node>()
-                chunk.reserveCapacity(Self.chunkCapacity)
-                chunks.append(chunk)
-            }
-            chunks[nodeCount >> Self.chunkShift].append(Node(payload: payload, next: 0, previous: 0))
+            if nodeCount & (Self.chunkCapacity - 1) == 0 { addChunk() }
             nodeCount += 1
             number = UInt32(truncatingIfNeeded: nodeCount)
+            withNode(number) { $0.payload = payload }
         }
         count += 1
         link(number)
@@ -90,6 +101,7 @@ struct NodeList<Payload> {
         firstFree = number
         if count == 0 {
             chunks = []
+            owner = NodeChunks()
             nodeCount = 0
             firstFree = 0
         }
@@ -137,5 +149,18 @@ struct NodeList<Payload> {
         if tail != previous { return "the tail is not the last node" }
         if linked != count { return "\(linked) nodes linked, count says \(count)" }
         return nil
+    }
+}
+
+/// The owner of a `NodeList`'s chunks: frees them, with any payload left in them, when the list
+/// drops them. Loop thread only, as its list.
+final class NodeChunks<Payload> {
+    var chunks: [UnsafeMutablePointer<NodeList<Payload>.Node>] = []
+
+    deinit {
+        for chunk in chunks {
+            chunk.deinitialize(count: NodeList<Payload>.chunkCapacity)
+            chunk.deallocate()
+        }
     }
 }
