@@ -80,12 +80,9 @@ extension RegistryCore {
             if record.hasObservers { record.publish(generation: ended.generation, phase: .failed(failure!)) }
         }
         carryOut(effects, on: record, endedRun: generation)
-        #if Tracing
-            if let spans = runSpans {
-                let phase = effects.endedRun.map(\.phase)
-                spans.runEnded(record, generation: generation, failure: failure, phase: phase)
-            }
-        #endif
+        if let runHook {
+            runHook.runEnded(record, generation: generation, failure: failure, phase: effects.endedRun.map(\.phase))
+        }
         if record.state.isRemoved { removedRecordRunEnded(record) }
         // A run that awaited shutdown from an unstructured task of its own may end first.
         if isShutDown && !runsAwaitingShutdown.isEmpty {

@@ -1,9 +1,5 @@
 import TaskLoopCore
 
-#if Tracing
-    import Tracing
-#endif
-
 // Starting runs: the start pass at the end of a turn, throttles, the run's Swift task (on the loop, for a template, or off the loop), synchronous runs.
 extension RegistryCore {
     /// Queues `record`'s pending run to start at the end of this loop turn. Several
@@ -140,16 +136,13 @@ extension RegistryCore {
             checkInvariants(record)
         #endif
         if let list = record.options.timeLimits { armTimeLimit(record, generation: generation, kind: kind, list) }
-        #if Tracing
-            if let spans = runSpans {
-                let attempt = record.options.retry != nil ? attempt(of: record, generation: generation) : nil
-                let context = spans.runStarting(
-                    record, generation: generation, attempt: attempt, isQueuedSynchronous: kind == .synchronousDelayed)
-                // Bound while the run's task is made: the task takes it with its task-locals.
-                ServiceContext.$current.withValue(context) { startBody(record, generation: generation, body) }
-                return
-            }
-        #endif
+        if let runHook {
+            let attempt = record.options.retry != nil ? attempt(of: record, generation: generation) : nil
+            runHook.runStarting(
+                record, generation: generation, attempt: attempt, isQueuedSynchronous: kind == .synchronousDelayed
+            ) { startBody(record, generation: generation, body) }
+            return
+        }
         startBody(record, generation: generation, body)
     }
 
@@ -298,15 +291,13 @@ extension RegistryCore {
             }
         }
         guard entry.record.state.synchronousRunDue(generation: entry.generation) else { return }  // cancelled
-        #if Tracing
-            if let spans = runSpans, let context = spans.context(of: entry.record, generation: entry.generation) {
-                ServiceContext.$current.withValue(context) {
-                    runSynchronously(
-                        entry.record, generation: entry.generation, identity: entry.identity, action: entry.action)
-                }
-                return
+        if let runHook {
+            runHook.synchronousRunDue(entry.record, generation: entry.generation) {
+                runSynchronously(
+                    entry.record, generation: entry.generation, identity: entry.identity, action: entry.action)
             }
-        #endif
+            return
+        }
         runSynchronously(entry.record, generation: entry.generation, identity: entry.identity, action: entry.action)
     }
 }

@@ -58,20 +58,14 @@ final class RegistryCore: @unchecked Sendable {
     /// loop thread only, read at every traced place and never held across a call
     /// (docs/safety.md).
     @exclusivity(unchecked) @usableFromInline var trace: TraceRecorder?
-    #if Tracing
-        /// The spans of the runs, when a tracer records them (`RegistryConfiguration.tracer`):
-        /// set at creation and never changed, so a declaring thread may read whether it is nil.
-        /// The object itself is loop thread only.
-        @usableFromInline let runSpans: RunSpans?
-    #endif
-    #if Metrics
-        /// The export `RegistryConfiguration.metrics` asked for, kept for the core's life.
-        /// Loop thread only.
-        var configuredExport: RegistryMetricsExport?
-        /// The run timers of a metrics export that asked for them, while it runs (see
-        /// `RunTimers`). Loop thread only.
-        var runTimers: RunTimers?
-    #endif
+    /// What hears about runs (the spans of the runs, when a tracer records them): set at
+    /// creation and never changed, so a declaring thread may read whether it is nil. The object
+    /// itself is loop thread only.
+    @usableFromInline let runHook: (any RunHook)?
+    /// What an integration keeps for the core's life or while it runs (the metrics export
+    /// `RegistryConfiguration.metrics` asked for, and its run timers), typed where it is
+    /// used. Loop thread only.
+    var integrations = Integrations()
     /// The owner's `PhaseStreams<Key>`, where records publish their phases: held here too, so
     /// that a registry released without shutdown still ends its streams the way shutdown does.
     let phaseStreams: AnyObject
@@ -105,12 +99,12 @@ final class RegistryCore: @unchecked Sendable {
     @usableFromInline @inline(never)
     func logDebug(_ message: String) { log.debug(message) }
 
-    init(loop: any TaskLoop, configuration: RegistryConfiguration, phaseStreams: AnyObject) {
+    init(
+        loop: any TaskLoop, configuration: RegistryConfiguration, phaseStreams: AnyObject, runHook: (any RunHook)?
+    ) {
         self.log = configuration.log
         self.defaultLimit = configuration.concurrencyLimit
-        #if Tracing
-            self.runSpans = RunSpans.make(for: configuration)
-        #endif
+        self.runHook = runHook
         self.phaseStreams = phaseStreams
         self.loop = loop
         self.unretainedLoop = loop
@@ -172,6 +166,15 @@ final class RegistryCore: @unchecked Sendable {
         table[delay] = list
         return list
     }
+}
+
+/// What integrations keep in the core (see `RegistryCore.integrations`), as plain objects: the
+/// core names no trait. Loop thread only.
+struct Integrations {
+    /// The metrics export `RegistryConfiguration.metrics` asked for (`RegistryMetricsExport`).
+    var metricsExport: AnyObject?
+    /// The run timers of a metrics export that asked for them, while it runs (`RunTimers`).
+    var runTimers: AnyObject?
 }
 
 /// The identity of a task that `cancel` or `dropPending` made forget its own: a value of a

@@ -128,7 +128,7 @@
             let runTimers = RunTimers(prefix: prefix, dimensions: dimensions, factory: factory)
             timedCore.value.core = core
             timedCore.value.timers = runTimers
-            core.runTimers = runTimers
+            core.integrations.runTimers = runTimers
             core.traceSinksChanged()
         }
 
@@ -175,8 +175,8 @@
             guard let core = timed.core, let timers = timed.timers else { return }
             timed.core = nil
             timed.timers = nil
-            guard core.runTimers === timers else { return }  // replaced by a later export's
-            core.runTimers = nil
+            guard core.integrations.runTimers === timers else { return }  // replaced by a later export's
+            core.integrations.runTimers = nil
             core.traceSinksChanged()
         }
     }
@@ -227,7 +227,7 @@
             let start: @Sendable () -> Void = { [weak self] in
                 guard let self else { return }
                 do {
-                    self.core.configuredExport = try self.exportMetrics(
+                    self.core.integrations.metricsExport = try self.exportMetrics(
                         prefix: options.prefix, dimensions: options.dimensions, every: options.interval,
                         factory: options.factory, timers: options.timers, loopLagInterval: options.loopLagInterval)
                 } catch {

@@ -115,7 +115,7 @@
         /// The run of `record`'s `generation` ended: its action returned (`failure` is what it
         /// threw) or, synchronous, was called. `phase` is the task's phase now, if this run
         /// was its current one.
-        func runEnded(
+        @usableFromInline func runEnded(
             _ record: AnyTaskRecord, generation: UInt64, failure: (any Error)?, phase: TaskStateMachine.Phase?
         ) {
             guard let entry = open.removeValue(forKey: RunKey(record: record, generation: generation)) else { return }
@@ -178,6 +178,38 @@
             default:
                 break
             }
+        }
+    }
+    /// The runs' spans as the core's hook: each run's span is started with its run, and its
+    /// context bound around the task's creation (the task takes it with its task-locals) and
+    /// around a delayed synchronous run's call.
+    extension RunSpans: RunHook {
+        @usableFromInline func runStarting(
+            _ record: AnyTaskRecord, generation: UInt64, attempt: Int?, isQueuedSynchronous: Bool, start: () -> Void
+        ) {
+            let context = runStarting(
+                record, generation: generation, attempt: attempt, isQueuedSynchronous: isQueuedSynchronous)
+            ServiceContext.$current.withValue(context) { start() }
+        }
+
+        @usableFromInline func synchronousRunDue(_ record: AnyTaskRecord, generation: UInt64, call: () -> Void) {
+            guard let context = context(of: record, generation: generation) else { return call() }
+            ServiceContext.$current.withValue(context) { call() }
+        }
+    }
+
+    extension RegistryCore {
+        /// The runs' spans, if a tracer records them: the core's hook, which is a `RunSpans`
+        /// whenever there is one (`RegistryConfiguration.makeRunHook` makes no other kind).
+        /// May be read from any thread (set once, at creation); the object is loop thread only.
+        @usableFromInline var runSpans: RunSpans? {
+            guard let runHook else { return nil }
+            // A checked cast, paid only by a registry whose runs have spans (each of which costs
+            // far more).
+            guard let spans = runHook as? RunSpans else {
+                preconditionFailure("BUG DETECTED: a registry's run hook is not its RunSpans")
+            }
+            return spans
         }
     }
 #endif

@@ -134,3 +134,16 @@ public struct RegistryConfiguration: Sendable {
         #endif
     }
 }
+
+extension RegistryConfiguration {
+    /// The hook that hears about runs under this configuration: the runs' spans when the trait
+    /// `Tracing` is on and a tracer records them, or none. Called once, by the registry's
+    /// initializer.
+    func makeRunHook() -> (any RunHook)? {
+        #if Tracing
+            return RunSpans.make(for: self)
+        #else
+            return nil
+        #endif
+    }
+}

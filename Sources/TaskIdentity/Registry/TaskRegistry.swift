@@ -130,7 +130,8 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
         posted = PostedCalls(capacity: configuration.postedCallLimit)
         let phaseStreams = PhaseStreams<Key>()
         self.phaseStreams = phaseStreams
-        core = RegistryCore(loop: loop, configuration: configuration, phaseStreams: phaseStreams)
+        core = RegistryCore(
+            loop: loop, configuration: configuration, phaseStreams: phaseStreams, runHook: configuration.makeRunHook())
         // Not shared with any thread yet: the recorder can be set before the loop sees the core.
         if let capacity = configuration.traceCapacity {
             core.trace = core.makeTraceRecorder(capacity: capacity)

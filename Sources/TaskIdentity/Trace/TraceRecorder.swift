@@ -88,7 +88,7 @@ extension RegistryCore {
                 if let runSpans { sinks.append(runSpans) }
             #endif
             #if Metrics
-                if let runTimers { sinks.append(runTimers) }
+                if let runTimers = integrations.runTimers as? RunTimers { sinks.append(runTimers) }
             #endif
             return sinks
         }
