@@ -71,4 +71,22 @@ struct NodeListTests {
         }
         #expect(kept == nil, "a list that goes frees the payloads still linked")
     }
+
+    @Test func aListThatEmptiesAndFillsAgainKeepsItsOrder() {
+        var list = NodeList<Payload>()
+        for round in 1...3 {
+            // Past one chunk in the second round: its first chunk is kept, the others dropped.
+            let size = round == 2 ? 2_500 : 3
+            let numbers = (0..<size).map { list.append(Payload($0)) }
+            #expect(numbers.first == 1, "an emptied list numbers its nodes from 1 again")
+            var order: [Int] = []
+            let broken = list.brokenInvariant { _, payload in
+                order.append(payload.value)
+                return nil
+            }
+            #expect(broken == nil && order == Array(0..<size))
+            for number in numbers { _ = list.remove(number) }
+            #expect(list.count == 0 && list.head == 0 && list.tail == 0)
+        }
+    }
 }

@@ -2,11 +2,14 @@
 /// one, so that zero means none): a payload can be appended, moved to the end or taken out in
 /// O(1), by a number its owner keeps, with no allocation per node once warm and no reference
 /// counting per move. Freed nodes are reused through a free list, and every node is dropped
-/// when the list empties. A chunk is never moved, so the list never stops the loop to grow.
+/// when the list empties, with every chunk but the first (a list that keeps emptying, the
+/// time limits of one run at a time, allocates nothing per cycle). A chunk is never moved, so
+/// the list never stops the loop to grow.
 ///
 /// A chunk is raw memory (`NodeChunks` owns and frees it), not an array: a move writes five
 /// links, and through nested arrays each write checked two arrays' uniqueness (W2 spent about
-/// 100 instructions a change on those checks).
+/// 100 instructions a change on those checks). Its nodes are initialized as they are first
+/// used, in order: nodes `1...nodeCount`.
 ///
 /// The storage of `DebounceWindows` and `TimeLimits`: lists of deadlines of one fixed delay,
 /// kept in the order they pass. Loop thread only, as they are.
@@ -20,13 +23,14 @@ struct NodeList<Payload> {
     static var chunkShift: Int { 10 }
     static var chunkCapacity: Int { 1 << chunkShift }
 
-    /// The chunks, each `chunkCapacity` nodes, all initialized (a free node's payload is nil).
+    /// The chunks, each of `chunkCapacity` nodes, of which the first `nodeCount` are initialized
+    /// (a free node's payload is nil).
     private var chunks: ContiguousArray<UnsafeMutablePointer<Node>> = []
-    /// Frees the chunks when the list drops them (emptied, or gone with its owner).
-    private var owner = NodeChunks<Payload>()
+    /// Frees the chunks when the list goes; nil until the first chunk.
+    private var owner: NodeChunks<Payload>?
     /// The first node of the free list (chained through `next`), or zero.
     private var firstFree: UInt32 = 0
-    /// Nodes allocated in `chunks` (linked or free).
+    /// Nodes initialized in `chunks` (linked or free).
     private var nodeCount = 0
     /// The first and the last linked node, or zero.
     private(set) var head: UInt32 = 0
@@ -40,12 +44,20 @@ struct NodeList<Payload> {
         return body(&chunks[index >> Self.chunkShift][index & (Self.chunkCapacity - 1)])
     }
 
-    /// Allocates one more chunk of free nodes.
-    private mutating func addChunk() {
-        let chunk = UnsafeMutablePointer<Node>.allocate(capacity: Self.chunkCapacity)
-        chunk.initialize(repeating: Node(payload: nil, next: 0, previous: 0), count: Self.chunkCapacity)
-        owner.chunks.append(chunk)
-        chunks.append(chunk)
+    /// Initializes node `nodeCount + 1` with `payload`, in a new chunk if the last is full, and
+    /// returns its number.
+    private mutating func initializeNextNode(_ payload: Payload) -> UInt32 {
+        if nodeCount >> Self.chunkShift == chunks.count {
+            let chunk = UnsafeMutablePointer<Node>.allocate(capacity: Self.chunkCapacity)
+            if owner == nil { owner = NodeChunks() }
+            owner!.chunks.append(chunk)
+            chunks.append(chunk)
+        }
+        (chunks[nodeCount >> Self.chunkShift] + (nodeCount & (Self.chunkCapacity - 1))).initialize(
+            to: Node(payload: payload, next: 0, previous: 0))
+        nodeCount += 1
+        owner!.initialized = nodeCount
+        return UInt32(truncatingIfNeeded: nodeCount)
     }
 
     /// The payload of the linked node `number`, read in place.
@@ -67,10 +79,7 @@ struct NodeList<Payload> {
                 return next
             }
         } else {
-            if nodeCount & (Self.chunkCapacity - 1) == 0 { addChunk() }
-            nodeCount += 1
-            number = UInt32(truncatingIfNeeded: nodeCount)
-            withNode(number) { $0.payload = payload }
+            number = initializeNextNode(payload)
         }
         count += 1
         link(number)
@@ -100,8 +109,8 @@ struct NodeList<Payload> {
         }
         firstFree = number
         if count == 0 {
-            chunks = []
-            owner = NodeChunks()
+            owner!.dropNodes()
+            chunks.removeLast(chunks.count - 1)
             nodeCount = 0
             firstFree = 0
         }
@@ -153,14 +162,33 @@ struct NodeList<Payload> {
 }
 
 /// The owner of a `NodeList`'s chunks: frees them, with any payload left in them, when the list
-/// drops them. Loop thread only, as its list.
+/// goes. Loop thread only, as its list.
 final class NodeChunks<Payload> {
-    var chunks: [UnsafeMutablePointer<NodeList<Payload>.Node>] = []
+    typealias Node = NodeList<Payload>.Node
+    var chunks: [UnsafeMutablePointer<Node>] = []
+    /// The nodes initialized, in order from the first chunk's first.
+    var initialized = 0
+
+    /// Deinitializes the first `count` nodes.
+    private func deinitialize(_ count: Int) {
+        var left = count
+        for chunk in chunks where left > 0 {
+            let inChunk = min(left, NodeList<Payload>.chunkCapacity)
+            chunk.deinitialize(count: inChunk)
+            left -= inChunk
+        }
+    }
+
+    /// Every node goes (the list emptied: their payloads are nil), and every chunk but the first.
+    func dropNodes() {
+        deinitialize(initialized)
+        initialized = 0
+        for chunk in chunks.dropFirst() { chunk.deallocate() }
+        chunks.removeLast(chunks.count - 1)
+    }
 
     deinit {
-        for chunk in chunks {
-            chunk.deinitialize(count: NodeList<Payload>.chunkCapacity)
-            chunk.deallocate()
-        }
+        deinitialize(initialized)
+        for chunk in chunks { chunk.deallocate() }
     }
 }

@@ -9,8 +9,9 @@ extension RegistryCore {
         isShutDown = true
     }
 
-    /// Closes the deadline queues (after every record was removed, which closed the tasks' own
-    /// timers) and releases the ended tasks kept for the next start pass.
+    /// Closes the deadline queues and releases the ended tasks kept for the next start pass.
+    /// Only after every record was removed: removal closed the tasks' own timers and took each
+    /// record's nodes out of the time-limit lists and limit queues closed here.
     func closeTimers() {
         for windows in debounceWindows.values { windows.close() }
         for queue in progressQueues.values { queue.close() }

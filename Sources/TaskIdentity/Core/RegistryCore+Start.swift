@@ -13,8 +13,8 @@ extension RegistryCore {
     }
 
     /// The handle of `record`'s run, which just ended, goes to `endedTasks` instead of being
-    /// released, so that its task's memory is freed by the next start pass, one task before
-    /// each new one. Released at once, a turn's ended runs free hundreds of chunks in a row,
+    /// released, so that its task's memory is freed by a later start pass, one task before each
+    /// new one. Released at once, a turn's ended runs free hundreds of chunks in a row,
     /// more than glibc's per-thread cache holds (7 a size), and the next pass's tasks then take
     /// malloc's slow path (about 450 instructions a W1 change). At most `endedTasksKept` wait.
     @inline(__always)

@@ -49,7 +49,8 @@ extension RegistryCore {
         }
     #endif
 
-    /// Timers the registry holds open (deadline queues and throttle timers), for tests.
+    /// Timers the registry holds open (deadline queues, and the throttle, retry and refresh
+    /// timers of its tasks), for tests.
     var openTimerCount: Int {
         debounceWindows.count + progressQueues.count + synchronousQueues.count + timeLimitLists.count + openTaskTimers
     }

@@ -78,8 +78,9 @@ final class RegistryCore: @unchecked Sendable {
     @exclusivity(unchecked) var runsAwaitingShutdown: [RunKey] = []
     // @exclusivity(unchecked), these six: the start pass's state, loop thread only, touched
     // on every change.
-    /// Handles of runs that ended since the last start pass, released one before each start
-    /// (see `retireTask`).
+    /// Handles of runs that ended, released one before each start of a start pass (see
+    /// `retireTask`): up to `endedTasksKept`, which stay across passes (an idle registry keeps
+    /// them until it starts runs again or shuts down).
     @exclusivity(unchecked) var endedTasks: [RunTask] = []
     /// Records whose pending run starts at the end of this turn (see `queueStart`).
     @exclusivity(unchecked) var startQueue: [AnyTaskRecord] = []

@@ -2,24 +2,17 @@ import TaskLoopCore
 
 /// What a record keeps beyond its state machine, made on first use: the latest stored result,
 /// and the state of the rare options its runs use. Most records never make one; a record that
-/// stores results (every key of `taskid serve`) makes this box alone, at the size of the result
-/// box it replaced, and only the few that use rare options make `RareTaskState` too.
+/// stores results (every key of `taskid serve`) makes this box alone (56 bytes, a 64-byte malloc
+/// chunk, as the result box it replaced), and only the few that use rare options make
+/// `RareTaskState` too.
 ///
 /// Loop thread only, like its record.
 final class TaskExtras {
-    /// The latest result a current run stored, or `NoStoredResult()` while none has been. Not
-    /// an optional: with the `rare` pointer the box is 56 bytes, a 64-byte malloc chunk (an
-    /// optional existential takes it to 64 bytes, an 80-byte chunk: 16 bytes more per key).
-    var result: any Sendable = NoStoredResult()
+    /// The latest result a current run stored, or nil while none has been.
+    var result: (any Sendable)?
     /// The rare options' state, made by the first one used.
     var rare: RareTaskState?
-
-    /// The stored result, or nil while none has been stored.
-    var storedResult: (any Sendable)? { result is NoStoredResult ? nil : result }
 }
-
-/// The result of a record that has not stored one (see `TaskExtras.result`).
-struct NoStoredResult: Sendable {}
 
 /// The state of a record's rare options, in the record rather than in tables beside it: its
 /// retry attempt, what its last run left for `staleAfter` and `refreshEvery`, its throttle's

@@ -45,7 +45,7 @@ extension TaskRegistry {
     public func result<Value>(of key: Key, name: TaskName = .main, as type: Value.Type) throws(RegistryError) -> Value?
     {
         guard loop.inLoop else { throw .calledOffLoopThread }
-        return record(key, name)?.extras?.storedResult as? Value
+        return record(key, name)?.extras?.result as? Value
     }
 
     /// Whether slot `key` exists.

@@ -54,7 +54,7 @@ public struct TaskSnapshot: Sendable, CustomStringConvertible {
         phase = record.phase
         generation = record.generation
         showsProgress = record.showsProgress
-        result = record.extras?.storedResult
+        result = record.extras?.result
         attempt = record.core.attempt(of: record, generation: record.state.generation)
         switch record.state.pending {
         case .none: waitReason = nil
