@@ -64,7 +64,8 @@ struct RegistryHarness<Key: Hashable & Sendable> {
         #expect(counters.liveSlots == 0, sourceLocation: sourceLocation)
         #expect(counters.liveGenerations == 0, sourceLocation: sourceLocation)
         #expect(try! registry.openTimerCount == 0, sourceLocation: sourceLocation)
-        #expect(registry.core.endedTasks.isEmpty, "an ended task kept past shutdown", sourceLocation: sourceLocation)
+        #expect(
+            registry.core.startPass.endedCount == 0, "an ended task kept past shutdown", sourceLocation: sourceLocation)
         loop.shutdown()
         #expect(loop.openTimerCount == 0, sourceLocation: sourceLocation)
         #expect(loop.queuedWorkCount == 0, sourceLocation: sourceLocation)

@@ -25,7 +25,7 @@ extension RegistryCore {
         limitQueues = [:]
         admissionsDue = []
         optionsTable = [:]
-        endedTasks = []
+        startPass.releaseEnded()
     }
 
     /// The run of this registry that a task calling `shutdown()` belongs to, if that run is

@@ -8,57 +8,39 @@ extension RegistryCore {
     /// `cancelled(.supersededByPolicy)` and count as coalesced. Until then the phase reads
     /// `waiting` (no update is published for it: it lasts less than a turn).
     func queueStart(_ record: AnyTaskRecord) {
-        startQueue.append(record)
+        startPass.queue(record)
         scheduleStartPass()
     }
 
-    /// The handle of `record`'s run, which just ended, goes to `endedTasks` instead of being
-    /// released, so that its task's memory is freed by a later start pass, one task before each
-    /// new one. Released at once, a turn's ended runs free hundreds of chunks in a row,
-    /// more than glibc's per-thread cache holds (7 a size), and the next pass's tasks then take
-    /// malloc's slow path (about 450 instructions a W1 change). At most `endedTasksKept` wait.
+    /// The handle of `record`'s run, which just ended, is kept by the start pass instead of
+    /// being released, so that its task's memory is freed one task before a new one is made
+    /// (`StartPass.keepEnded`).
     @inline(__always)
     func retireTask(_ record: AnyTaskRecord) {
-        if let task = record.runningTask.take(), endedTasks.count < Self.endedTasksKept {
-            endedTasks.append(task)
-        }
+        if let task = record.runningTask.take() { startPass.keepEnded(task) }
     }
-
-    /// The most ended tasks kept for the next start pass (`retireTask`): a few hundred
-    /// kilobytes.
-    static let endedTasksKept = 1024
 
     /// Posts the start pass for the end of this turn, unless it is posted already.
     func scheduleStartPass() {
-        guard !startPassScheduled else { return }
-        startPassScheduled = true
+        guard startPass.post() else { return }
         do {
             try loop.execute { [self] in self.startQueuedRuns() }
         } catch {
             // The loop is shutting down and takes no more work: start on this thread, now or,
             // when this is a synchronous action running inside a pass, right after that pass.
-            if isStartingRuns { startAgainAfterPass = true } else { startQueuedRuns() }
+            if startPass.isRunning { startPass.runAgain() } else { startQueuedRuns() }
         }
     }
 
     /// The start pass: starts every queued record whose generation is still queued, then the
     /// heads of the concurrency limits' queues that have a free place.
     func startQueuedRuns() {
-        isStartingRuns = true
+        startPass.begin()
         repeat {
-            startAgainAfterPass = false
-            startPassScheduled = false
-            swap(&startQueue, &startingNow)
-            for record in startingNow {
-                // The memory of a task that ended is freed just before a new one is made, so that
-                // malloc hands the same chunks back from its per-thread cache (see `retireTask`).
-                if !endedTasks.isEmpty { endedTasks.removeLast() }
-                start(record)
-            }
-            startingNow.removeAll(keepingCapacity: true)
+            startPass.beginRound()
+            while let record = startPass.nextToStart() { start(record) }
             if !admissionsDue.isEmpty { admitFromQueues() }
-        } while startAgainAfterPass
-        isStartingRuns = false
+        } while startPass.endRound()
     }
 
     func throttleState(_ record: AnyTaskRecord) -> ThrottleState {

@@ -76,22 +76,9 @@ final class RegistryCore: @unchecked Sendable {
     /// `shutdown()`, and only while it waits.
     // @exclusivity(unchecked), as the counters: loop thread only.
     @exclusivity(unchecked) var runsAwaitingShutdown: [RunKey] = []
-    // @exclusivity(unchecked), these six: the start pass's state, loop thread only, touched
-    // on every change.
-    /// Handles of runs that ended, released one before each start of a start pass (see
-    /// `retireTask`): up to `endedTasksKept`, which stay across passes (an idle registry keeps
-    /// them until it starts runs again or shuts down).
-    @exclusivity(unchecked) var endedTasks: [RunTask] = []
-    /// Records whose pending run starts at the end of this turn (see `queueStart`).
-    @exclusivity(unchecked) var startQueue: [AnyTaskRecord] = []
-    /// The records the pass is starting now (swapped with `startQueue`).
-    @exclusivity(unchecked) var startingNow: [AnyTaskRecord] = []
-    /// A start pass is posted to the loop for this turn.
-    @exclusivity(unchecked) var startPassScheduled = false
-    /// Inside `startQueuedRuns`, and whether a start was queued during it that the loop
-    /// refused to schedule (it is shutting down): the pass then goes round again.
-    @exclusivity(unchecked) var isStartingRuns = false
-    @exclusivity(unchecked) var startAgainAfterPass = false
+    /// The start pass's state (`StartPass`). @exclusivity(unchecked): loop thread only, touched
+    /// on every change, and each access is one short call that reaches nothing else.
+    @exclusivity(unchecked) var startPass = StartPass()
 
     /// Where what would otherwise be swallowed is reported (see `LibraryLog`).
     let log: LibraryLog
