@@ -2,16 +2,17 @@ import TaskLoopCore
 
 /// What a record keeps beyond its state machine, made on first use: the latest stored result,
 /// and the state of the rare options its runs use. Most records never make one; a record that
-/// stores results (every key of `taskid serve`) makes this box alone (56 bytes, a 64-byte malloc
-/// chunk, as the result box it replaced), and only the few that use rare options make
-/// `RareTaskState` too.
+/// stores results (every key of `taskid serve`) makes this box (48 bytes, a 64-byte malloc
+/// chunk, as the result box it replaced), and the few that use rare options make its subclass
+/// `RareTaskState` instead: one allocation for both.
 ///
 /// Loop thread only, like its record.
-final class TaskExtras {
+class TaskExtras {
     /// The latest result a current run stored, or nil while none has been.
-    var result: (any Sendable)?
-    /// The rare options' state, made by the first one used.
-    var rare: RareTaskState?
+    final var result: (any Sendable)?
+
+    /// This box as the rare options' state, if it is one (a call, not a cast).
+    var rare: RareTaskState? { nil }
 }
 
 /// The state of a record's rare options, in the record rather than in tables beside it: its
@@ -20,7 +21,7 @@ final class TaskExtras {
 /// hold, the shared runs its runs are in, its failure, and the task re-declared in its place.
 ///
 /// Loop thread only, like its record.
-final class RareTaskState {
+final class RareTaskState: TaskExtras {
     /// Attempts of the generation under way (`RetryPolicy`).
     var retry: RetryState?
     /// What the last run left for `staleAfter` and `refreshEvery`.
@@ -42,6 +43,8 @@ final class RareTaskState {
     /// The task re-declared in this removed task's place, which waits for its runs to end
     /// (`awaitPrevious`, `keepRunning`): each of their ends is passed on to it.
     var successor: AnyTaskRecord?
+
+    override var rare: RareTaskState? { self }
 
     /// The limit's queue whose place the run `generation` holds, taken out.
     func takePlace(of generation: UInt64) -> LimitQueue? {
@@ -72,12 +75,13 @@ extension AnyTaskRecord {
         return made
     }
 
-    /// The rare options' state, made on first use. Loop thread only.
+    /// The rare options' state, made on first use (taking over the stored result, if any).
+    /// Loop thread only.
     final func makeRare() -> RareTaskState {
-        let extras = makeExtras()
-        if let rare = extras.rare { return rare }
+        if let rare = extras?.rare { return rare }
         let made = RareTaskState()
-        extras.rare = made
+        made.result = extras?.result
+        extras = made
         return made
     }
 }
