@@ -67,7 +67,8 @@ extension AnyTaskRecord {
     /// The rare options' state, if any was made. Loop thread only.
     final var rare: RareTaskState? { extras?.rare }
 
-    /// The box of stored results and rare state, made on first use. Loop thread only.
+    /// The box of the stored result, made on first use (a `RareTaskState`, if the record has
+    /// one already). Loop thread only.
     final func makeExtras() -> TaskExtras {
         if let extras { return extras }
         let made = TaskExtras()

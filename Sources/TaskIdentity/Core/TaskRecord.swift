@@ -86,7 +86,7 @@ class AnyTaskRecord: @unchecked Sendable {
     /// still serves a current slot (looked up only when this record's own answer is no).
     @usableFromInline final func isCurrentRun(_ generation: UInt64) -> Bool {
         state.isCurrentRun(generation)
-            || (extras?.rare?.sharedRuns.isEmpty == false && core.sharedRunIsCurrent(self, generation: generation))
+            || (rare?.sharedRuns.isEmpty == false && core.sharedRunIsCurrent(self, generation: generation))
     }
 
     @usableFromInline final func noteStaleCommit(_ generation: UInt64) {
