@@ -287,7 +287,7 @@ struct ConcurrencyLimitTests {
 
     /// Random declarations (two priorities, some debounced), cancellations, removals and
     /// time steps: after every step, no more than the limit run, every waiting slot is queued,
-    /// and the queue's links hold (the check the unchecked side tables rely on).
+    /// and the queue's links hold (the check the records' unchecked rare state relies on).
     @Test func randomTrafficNeverPassesTheLimitAndLosesNoRun() throws {
         let h = RegistryHarness<Int>()
         let (loop, registry, log) = (h.loop, h.registry, h.log)
@@ -319,7 +319,7 @@ struct ConcurrencyLimitTests {
             default: loop.advance(ms: random.below(4))
             }
             loop.run()
-            if let queue = registry.core.limitQueues[limit.id] {  // made by the first declaration
+            if let queue = registry.core.limits.existingQueue(for: limit) {  // made by the first declaration
                 #expect(queue.brokenInvariant() == nil)
                 #expect(queue.running <= 3)
                 #expect(queue.count == (try registry.counters.queueLength), "a node per waiting generation")
@@ -342,6 +342,6 @@ struct ConcurrencyLimitTests {
             #expect(rare?.placesHeld.isEmpty ?? true && rare?.limitQueued == nil, "\(key) holds a place or a node")
         }
         h.finish()
-        #expect(registry.core.limitQueues.isEmpty)
+        #expect(registry.core.limits.isEmpty)
     }
 }

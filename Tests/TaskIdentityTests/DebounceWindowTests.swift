@@ -107,12 +107,12 @@ struct DebounceWindowTests {
                 let expected = closed.map { "\($0.key):\($0.value.id) at \($0.value.due)" }
                 #expect(log.take().sorted() == expected.sorted())
             }
-            let lists = registry.core.debounceWindows.values.map { $0.brokenInvariant() }
+            let lists = registry.core.optionsTable.debounceWindowsForTesting.map { $0.brokenInvariant() }
             #expect(lists.compactMap { $0 } == [])
         }
         loop.advance(ms: 13)
         #expect(log.take().count == pending.count)
-        let linked = registry.core.debounceWindows.values.map(\.count)
+        let linked = registry.core.optionsTable.debounceWindowsForTesting.map(\.count)
         #expect(linked == [0, 0])
         h.finish()
     }

@@ -84,7 +84,7 @@ struct RunControlInteractionTests {
         loop.advance(ms: 200)
         #expect(log.take() == ["A", "B"], "no refresh after B, which has none")
         #expect(try #require(registry.record("a", .main)).rare?.refresh == nil)
-        #expect(registry.core.openTaskTimers == 0, "no refresh timer is left")
+        #expect(registry.core.optionsTable.taskTimersOpen == 0, "no refresh timer is left")
         h.finish()
     }
 

@@ -79,7 +79,7 @@ struct StaleAndRefreshTests {
         for key in ["slow", "cancelled"] {
             #expect(try #require(registry.record(key, .main)).rare?.refresh == nil, "no refresh state is left")
         }
-        #expect(registry.core.openTaskTimers == 0, "no refresh timer is left")
+        #expect(registry.core.optionsTable.taskTimersOpen == 0, "no refresh timer is left")
         h.finish()
     }
 

@@ -159,7 +159,8 @@ struct TimeoutTests {
         let (loop, registry) = (h.loop, h.registry)
         var records: [AnyTaskRecord] = []  // held here: a removed record keeps its rare state
         func limitsHeld() -> [Int] {
-            registry.core.timeLimitLists.values.map(\.count) + [records.filter { $0.rare?.timeLimit != nil }.count]
+            let lists = registry.core.optionsTable.timeLimitListsForTesting
+            return lists.map(\.count) + [records.filter { $0.rare?.timeLimit != nil }.count]
         }
         try registry.task("a", id: 1, timeout: .seconds(60)) { context in
             try await context.clock.sleep(for: .milliseconds(5))
@@ -179,7 +180,7 @@ struct TimeoutTests {
         try registry.task("c", id: 2, timeout: .seconds(60)) { _ in }  // c's run 1 cancelled, run 2 ends at once
         loop.run()
         #expect(limitsHeld() == [0, 0], "no run under way holds a limit")
-        #expect(registry.core.timeLimitLists.values.allSatisfy { $0.brokenInvariant() == nil })
+        #expect(registry.core.optionsTable.timeLimitListsForTesting.allSatisfy { $0.brokenInvariant() == nil })
         h.finish()
     }
 

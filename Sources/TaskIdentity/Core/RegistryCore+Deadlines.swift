@@ -23,7 +23,8 @@ extension RegistryCore {
     func timeLimitPassed(_ limit: TimeLimits.Limit) {
         let record = limit.record
         record.rare?.timeLimit = nil
-        let effects = record.state.runTimedOut(generation: limit.generation, gate: gate(record), counters: &counters)
+        let gate = gate(record)
+        let effects = tally { record.state.runTimedOut(generation: limit.generation, gate: gate, counters: &$0) }
         carryOut(effects, on: record)
         noteQuiescence()
     }

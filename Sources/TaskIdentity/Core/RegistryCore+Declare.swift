@@ -27,12 +27,12 @@ extension RegistryCore {
         guard isNew || !identitiesEqual(record.identity, identity) else {
             // An equal identity changes nothing, unless its last run's outcome is stale: then
             // it runs again (decided apart, so that `identity` is not held across the check).
-            if hasRunSideTables && isStale(record, options) {
+            if mayHaveRareState && isStale(record, options) {
                 adopt(options, for: record)
                 beginGeneration(record, options: options, body: body)
                 return
             }
-            _ = record.state.declare(changed: false, debounce: 0, gate: .unused, counters: &counters)
+            _ = tally { record.state.declare(changed: false, debounce: 0, gate: .unused, counters: &$0) }
             return
         }
         record.identity = identity
@@ -61,9 +61,10 @@ extension RegistryCore {
         record.pendingAction = body
         if record.state.phase == .failed { record.rare?.failure = nil }
         let now: UInt64? = options.debounceNanoseconds > 0 ? unretainedLoop.now.nanoseconds : nil
-        let effects = record.state.declare(
-            changed: true, debounce: options.debounceNanoseconds, gate: gate(record, now: now),
-            counters: &counters)
+        let gate = gate(record, now: now)
+        let effects = tally {
+            record.state.declare(changed: true, debounce: options.debounceNanoseconds, gate: gate, counters: &$0)
+        }
         trace(record, record.state.generation, .declared(identity: record.identity))
         carryOut(effects, on: record)
     }
@@ -79,8 +80,8 @@ extension RegistryCore {
         // One test on the common path, for all the rare state that a run's end or a pending
         // generation's end releases: separate tests make this function too large to be inlined
         // into `runEnded` (about 25 instructions a W1 change).
-        if (effects.endedRun != nil || effects.endedPending != nil) && hasRunSideTables {
-            releaseSideTables(effects, on: record)
+        if (effects.endedRun != nil || effects.endedPending != nil) && mayHaveRareState {
+            releaseRareState(effects, on: record)
         }
         if effects.stopThrottleTimer { stopThrottleTimer(record) }
         if effects.cancelTask {

@@ -10,7 +10,7 @@ extension RegistryCore {
         if let rare = record.rare { dropRefreshState(rare) }
         guard record.state.pending != .none || record.state.run != .none else { return }
         record.identity = ForgottenIdentity()
-        carryOut(record.state.cancelByCaller(counters: &counters), on: record)
+        carryOut(tally { record.state.cancelByCaller(counters: &$0) }, on: record)
         noteQuiescence()
     }
 
@@ -18,7 +18,7 @@ extension RegistryCore {
     func dropPending(_ record: AnyTaskRecord) {
         guard record.state.pending != .none else { return }
         record.identity = ForgottenIdentity()
-        carryOut(record.state.dropPending(counters: &counters), on: record)
+        carryOut(tally { record.state.dropPending(counters: &$0) }, on: record)
     }
 
     /// `TaskRegistry.runNow`: starts the generation of `record` waiting out its debounce or
@@ -36,7 +36,7 @@ extension RegistryCore {
         // Off the loop thread only after the loop shut down: the loop's remaining jobs and the
         // door's then run one at a time on the threads that enqueue them.
         assert(unretainedLoop.inLoop || isShutDown, "BUG DETECTED: a run ended off its registry's loop thread")
-        if hasRunSideTables, let shared = endingSharedRun(record, generation: generation) {
+        if mayHaveRareState, let shared = endingSharedRun(record, generation: generation) {
             endSharedRun(shared, failure: failure)
             return
         }
@@ -64,16 +64,20 @@ extension RegistryCore {
             outcome = .failed
             log.trace("task '\(record.name)' generation \(generation) failed: \(error)")
         }
-        if hasRunSideTables { givePlaceBack(record, generation: generation) }
+        if mayHaveRareState { givePlaceBack(record, generation: generation) }
         var retryAt: UInt64 = 0
-        if case .failed = outcome, hasRunSideTables, let policy = record.options.retry,
+        if case .failed = outcome, mayHaveRareState, let policy = record.options.retry,
             record.state.isCurrentRun(generation)
         {
             retryAt = retryDeadline(record, generation: generation, policy: policy)
         }
-        let effects = record.state.runEnded(
-            generation: generation, outcome: outcome, isShutDown: isShutDown, retryAt: retryAt, gate: gate(record),
-            counters: &counters)
+        let gate = gate(record)
+        let isShutDown = isShutDown
+        let effects = tally {
+            record.state.runEnded(
+                generation: generation, outcome: outcome, isShutDown: isShutDown, retryAt: retryAt, gate: gate,
+                counters: &$0)
+        }
         if let ended = effects.endedRun, ended.phase == .failed {
             if ended.generation == record.state.generation { keepFailure(failure, of: record) }
             // Published here, with its error; `carryOut` publishes the rest.
@@ -85,16 +89,14 @@ extension RegistryCore {
         }
         if record.state.isRemoved { removedRecordRunEnded(record) }
         // A run that awaited shutdown from an unstructured task of its own may end first.
-        if isShutDown && !runsAwaitingShutdown.isEmpty {
-            runsAwaitingShutdown.removeAll { $0 == RunKey(record: record, generation: generation) }
-        }
+        if isShutDown { shutdown.runEnded(RunKey(record: record, generation: generation)) }
         noteQuiescence()
     }
 
     /// The slot of `record` is gone: cancel its waiting and running generations.
     func remove(_ record: AnyTaskRecord, reason: CancellationReason) {
         trace(record, record.state.generation, .removed)
-        carryOut(record.state.remove(reason: reason, counters: &counters), on: record)
+        carryOut(tally { record.state.remove(reason: reason, counters: &$0) }, on: record)
         if let rare = record.rare {
             rare.failure = nil
             dropRefreshState(rare)
@@ -112,7 +114,7 @@ extension RegistryCore {
     /// Once shutting down, wakes the waiters of `whenQuiesced` when the last action has ended.
     @inline(__always)
     func noteQuiescence() {
-        if isShutDown && counters.runningActions == runsAwaitingShutdown.count { quiesced() }
+        if isShutDown && counters.runningActions == shutdown.runsAwaitingCount { quiesced() }
     }
 
     // MARK: - Phases

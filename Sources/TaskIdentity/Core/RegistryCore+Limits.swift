@@ -11,10 +11,10 @@ extension RegistryCore {
     func waitsForLimit(_ record: AnyTaskRecord, _ queue: LimitQueue) -> Bool {
         guard queue.isFull || !queue.isEmpty else { return false }
         // Nil: the queued generation moved on meanwhile, and nothing starts (as `startAllowed`).
-        guard let effects = record.state.startLimited(counters: &counters) else { return true }
+        guard let effects = tally({ record.state.startLimited(counters: &$0) }) else { return true }
         // Last among its priority: the queue is ordered by when each slot's identity last
         // changed, as the identity most likely to be kept is the one that has held longest.
-        // (The node of a replaced generation went with it, in `releaseSideTables`.)
+        // (The node of a replaced generation went with it, in `releaseRareState`.)
         let priority = record.options.values.priority
         let node = queue.join(record, priority: priority, now: unretainedLoop.now.nanoseconds)
         record.makeRare().limitQueued = LimitQueueLink(queue: queue, priority: priority, node: node)
@@ -47,17 +47,13 @@ extension RegistryCore {
 
     /// Admits from `queue` at the end of this turn's start pass.
     func scheduleAdmission(_ queue: LimitQueue) {
-        guard !queue.admissionScheduled else { return }
-        queue.admissionScheduled = true
-        admissionsDue.append(queue)
-        scheduleStartPass()
+        if limits.noteAdmissionDue(queue) { scheduleStartPass() }
     }
 
     /// The start pass's last step: every queue with a free place starts its heads, in order,
     /// until its runs are all taken again or no one waits.
     func admitFromQueues() {
-        while let queue = admissionsDue.popLast() {
-            queue.admissionScheduled = false
+        while let queue = limits.nextAdmissionDue() {
             let now = unretainedLoop.now.nanoseconds
             while !queue.isFull, let waiter = queue.removeHead() {
                 let record = waiter.record
@@ -65,18 +61,12 @@ extension RegistryCore {
                 // Every node's generation waits (a node goes with its generation), checked
                 // rather than assumed: starting a generation that is not waiting would trap.
                 guard record.state.pending == .startLimited else { continue }
-                counters.queueWaitNanoseconds &+= now &- waiter.since
-                record.state.admitted(counters: &counters)
+                tally {
+                    $0.queueWaitNanoseconds &+= now &- waiter.since
+                    record.state.admitted(counters: &$0)
+                }
                 start(record, admitted: true)
             }
         }
-    }
-
-    /// The registry's queue for `limit`, made on first use.
-    func limitQueue(for limit: ConcurrencyLimit) -> LimitQueue {
-        if let queue = limitQueues[limit.id] { return queue }
-        let queue = LimitQueue(maxRunning: limit.maxRunning)
-        limitQueues[limit.id] = queue
-        return queue
     }
 }

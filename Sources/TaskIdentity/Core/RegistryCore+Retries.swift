@@ -48,7 +48,7 @@ extension RegistryCore {
         var wait = UInt64(policy.delay(beforeAttempt: state.attempt).clampedNanoseconds)
         if policy.jitter > 0 && wait > 0 {
             // Up to `jitter` of the wait taken off, uniformly.
-            let cut = Double(wait) * policy.jitter * Double.random(in: 0..<1, using: &retryRandom)
+            let cut = Double(wait) * policy.jitter * Double.random(in: 0..<1)
             wait -= min(UInt64(cut), wait)
         }
         // Never 0: 0 means "no retry" to the state machine.

@@ -35,10 +35,10 @@ extension RegistryCore {
     /// the same action and an equal identity under way, or starts one that others may join.
     func startShared(_ record: AnyTaskRecord, generation: UInt64, _ action: any KeyedTaskAction) {
         let key = SharedRunKey(action: ObjectIdentifier(action), identity: AnyHashable(record.identity))
-        if let run = sharedRuns[key] {
+        if let run = sharedRuns.run(for: key) {
             run.members.append((record, generation))
             record.makeRare().sharedRuns.append((generation, run))
-            counters.joined &+= 1
+            tally { $0.joined &+= 1 }
             if trace != nil { trace(record, generation, .joinedRun) }
             pushProgressEntry(record, generation: generation)
             return
@@ -47,7 +47,7 @@ extension RegistryCore {
         let run = SharedRun(key: key, leader: record, generation: generation)
         run.task = record.runningTask
         record.runningTask = nil
-        sharedRuns[key] = run
+        sharedRuns.insert(run)
         record.makeRare().sharedRuns.append((generation, run))
     }
 
@@ -56,7 +56,8 @@ extension RegistryCore {
         guard !sharedRuns.isEmpty, case .keyedTask(let action)? = record.pendingAction,
             !(record.identity is NoIdentity)
         else { return nil }
-        return sharedRuns[SharedRunKey(action: ObjectIdentifier(action), identity: AnyHashable(record.identity))]
+        let key = SharedRunKey(action: ObjectIdentifier(action), identity: AnyHashable(record.identity))
+        return sharedRuns.run(for: key)
     }
 
     /// The run `generation` of `record` was cancelled: if it is in a shared run, it leaves it,
@@ -68,7 +69,7 @@ extension RegistryCore {
         run.departed.append(run.members.remove(at: index))
         guard run.members.isEmpty else { return }
         // No slot is served: the run is cancelled, and no slot joins it any more.
-        if sharedRuns[run.key] === run { sharedRuns[run.key] = nil }
+        sharedRuns.remove(run)
         run.task?.cancel()
         run.task = nil
     }
@@ -80,7 +81,7 @@ extension RegistryCore {
         guard let rare = record.rare, !rare.sharedRuns.isEmpty, let run = rare.sharedRun(of: generation),
             run.leader == runKey
         else { return nil }
-        if sharedRuns[run.key] === run { sharedRuns[run.key] = nil }
+        sharedRuns.remove(run)
         for member in run.members + run.departed {
             member.record.rare?.leaveSharedRun(of: member.generation)
         }

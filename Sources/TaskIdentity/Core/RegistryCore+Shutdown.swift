@@ -6,26 +6,16 @@ extension RegistryCore {
 
     /// Stops taking declarations and closes every timer. The caller removes every record.
     func beginShutdown() {
-        isShutDown = true
+        shutdown.begin()
     }
 
     /// Closes the deadline queues and releases the ended tasks kept for the next start pass.
     /// Only after every record was removed: removal closed the tasks' own timers and took each
     /// record's nodes out of the time-limit lists and limit queues closed here.
     func closeTimers() {
-        for windows in debounceWindows.values { windows.close() }
-        for queue in progressQueues.values { queue.close() }
-        for queue in synchronousQueues.values { queue.close() }
-        for list in timeLimitLists.values { list.close() }
-        debounceWindows = [:]
-        progressQueues = [:]
-        synchronousQueues = [:]
-        timeLimitLists = [:]
-        for queue in limitQueues.values { queue.close() }
-        limitQueues = [:]
-        admissionsDue = []
-        optionsTable = [:]
-        startPass.releaseEnded()
+        optionsTable.closeAll()
+        limits.closeAll()
+        withStartPass { $0.releaseEnded() }
     }
 
     /// The run of this registry that a task calling `shutdown()` belongs to, if that run is
@@ -46,18 +36,13 @@ extension RegistryCore {
     /// Calls `body` once no action is running (at once if none is), apart from the runs that
     /// await `shutdown()` themselves: `awaitingRun` is the caller's (`runAwaitingShutdown`).
     func whenQuiesced(awaitingRun: RunKey? = nil, _ body: @escaping () -> Void) {
-        if let awaitingRun, !runsAwaitingShutdown.contains(awaitingRun) { runsAwaitingShutdown.append(awaitingRun) }
-        quiescedWaiters.append(body)
+        shutdown.wait(awaitingRun: awaitingRun, body)
         // Through `quiesced()`, so that every waiter runs and the set of runs awaiting
         // shutdown starts again empty.
-        if counters.runningActions == runsAwaitingShutdown.count { quiesced() }
+        if counters.runningActions == shutdown.runsAwaitingCount { quiesced() }
     }
 
     func quiesced() {
-        // The runs that awaited shutdown now return from it and end on their own.
-        runsAwaitingShutdown = []
-        let waiters = quiescedWaiters
-        quiescedWaiters = []
-        for waiter in waiters { waiter() }
+        for waiter in shutdown.takeWaiters() { waiter() }
     }
 }

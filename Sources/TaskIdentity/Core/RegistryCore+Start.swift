@@ -8,7 +8,7 @@ extension RegistryCore {
     /// `cancelled(.supersededByPolicy)` and count as coalesced. Until then the phase reads
     /// `waiting` (no update is published for it: it lasts less than a turn).
     func queueStart(_ record: AnyTaskRecord) {
-        startPass.queue(record)
+        withStartPass { $0.queue(record) }
         scheduleStartPass()
     }
 
@@ -17,30 +17,30 @@ extension RegistryCore {
     /// (`StartPass.keepEnded`).
     @inline(__always)
     func retireTask(_ record: AnyTaskRecord) {
-        if let task = record.runningTask.take() { startPass.keepEnded(task) }
+        if let task = record.runningTask.take() { withStartPass { $0.keepEnded(task) } }
     }
 
     /// Posts the start pass for the end of this turn, unless it is posted already.
     func scheduleStartPass() {
-        guard startPass.post() else { return }
+        guard withStartPass({ $0.post() }) else { return }
         do {
             try loop.execute { [self] in self.startQueuedRuns() }
         } catch {
             // The loop is shutting down and takes no more work: start on this thread, now or,
             // when this is a synchronous action running inside a pass, right after that pass.
-            if startPass.isRunning { startPass.runAgain() } else { startQueuedRuns() }
+            if startPass.isRunning { withStartPass { $0.runAgain() } } else { startQueuedRuns() }
         }
     }
 
     /// The start pass: starts every queued record whose generation is still queued, then the
     /// heads of the concurrency limits' queues that have a free place.
     func startQueuedRuns() {
-        startPass.begin()
+        withStartPass { $0.begin() }
         repeat {
-            startPass.beginRound()
-            while let record = startPass.nextToStart() { start(record) }
-            if !admissionsDue.isEmpty { admitFromQueues() }
-        } while startPass.endRound()
+            withStartPass { $0.beginRound() }
+            while let record = withStartPass({ $0.nextToStart() }) { start(record) }
+            if limits.hasAdmissionsDue { admitFromQueues() }
+        } while withStartPass({ $0.endRound() })
     }
 
     func throttleState(_ record: AnyTaskRecord) -> ThrottleState {
@@ -80,7 +80,7 @@ extension RegistryCore {
                 guard let self, let record else { return }
                 onFire(self, record)
             }
-            if timer != nil { openTaskTimers += 1 }
+            if timer != nil { optionsTable.taskTimerOpened() }
         }
         do {
             guard let timer else { throw LoopError(.shutDown, operation: "makeTimer") }
@@ -105,12 +105,12 @@ extension RegistryCore {
         case .synchronous?: kind = record.options.synchronousQueue == nil ? .synchronousExecuting : .synchronousDelayed
         case nil: kind = .task  // nothing pending: the machine skips it
         }
-        guard let generation = record.state.startAllowed(kind: kind, counters: &counters) else { return }
+        guard let generation = tally({ record.state.startAllowed(kind: kind, counters: &$0) }) else { return }
         if let queue = limitQueue, !joinsSharedRun {
             takePlace(record, generation: generation, in: queue)
         }
         let body = record.pendingAction.take()!
-        if hasRunSideTables { noteBodyToRunAgain(record, generation: generation, body: body) }
+        if mayHaveRareState { noteBodyToRunAgain(record, generation: generation, body: body) }
         if trace != nil { traceStart(record, generation, body) }
         if record.options.throttleNanoseconds > 0 { throttleState(record).lastStart = loop.now.nanoseconds }
         publish(record, TaskStateMachine.PhaseChange(generation: generation, phase: .running))

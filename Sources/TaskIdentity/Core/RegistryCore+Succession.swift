@@ -52,6 +52,6 @@ extension RegistryCore {
     /// Timers the registry holds open (deadline queues, and the throttle, retry and refresh
     /// timers of its tasks), for tests.
     var openTimerCount: Int {
-        debounceWindows.count + progressQueues.count + synchronousQueues.count + timeLimitLists.count + openTaskTimers
+        optionsTable.openTimerCount
     }
 }

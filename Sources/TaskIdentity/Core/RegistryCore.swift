@@ -16,48 +16,29 @@ final class RegistryCore: @unchecked Sendable {
     /// `inLoop`): copying the existential out of `loop` retains and releases it each time.
     /// Safe because `loop` keeps the loop alive as long as this core exists.
     @usableFromInline unowned(unsafe) let unretainedLoop: any TaskLoop
-    let clock: LoopClock
     /// The way onto the loop thread for actions that run on other executors.
     let door: LoopDoor
-    /// Every counter of task states moves inside `TaskStateMachine`'s transitions; four count
-    /// other things and move outside it: `liveSlots` (slots), `staleCommitsDropped` (commits),
-    /// `identityEvaluations` and `observationCyclesStopped` (observed identity closures).
-    /// Unchecked exclusivity: loop thread only, moved on every change.
-    @exclusivity(unchecked) @usableFromInline var counters = RegistryCounters()
-    /// Read on every declaration and every run's end: unchecked like the counters.
-    @exclusivity(unchecked) @usableFromInline var isShutDown = false
-    var optionsTable: [TaskOptions.Values: TaskOptions] = [:]
-    var debounceWindows: [UInt64: DebounceWindows] = [:]
-    var progressQueues: [UInt64: DeadlineQueue<ProgressEntry>] = [:]
-    var synchronousQueues: [UInt64: DeadlineQueue<SynchronousRunEntry>] = [:]
-    var timeLimitLists: [UInt64: TimeLimits] = [:]
-    /// Some options made so far use rare options (a time limit, a concurrency limit, retries,
-    /// refreshes, shared runs), so that a run's end may have rare state to release in its
-    /// record (`RareTaskState`); never reset: a registry that once used them pays one more
-    /// load per end. Unchecked exclusivity: loop thread only, read on every run's end.
-    @exclusivity(unchecked) var hasRunSideTables = false
-    /// Shared runs that slots may still join, by their action and identity. Loop thread only.
-    var sharedRuns: [SharedRunKey: SharedRun] = [:]
-    /// The random numbers of retries' jitter.
-    var retryRandom = SystemRandomNumberGenerator()
-    /// The registry's concurrency limit for tasks declared without one
-    /// (`RegistryConfiguration.concurrencyLimit`).
-    let defaultLimit: ConcurrencyLimit?
-    /// This registry's queue of each concurrency limit in use, by the limit's number.
-    var limitQueues: [UInt32: LimitQueue] = [:]
-    /// Queues with a free place and waiters, admitted from at the end of the start pass.
-    /// Unchecked exclusivity: loop thread only, read by every start pass.
-    @exclusivity(unchecked) var admissionsDue: [LimitQueue] = []
-    /// The tasks' own timers (throttle, retry, refresh: in their records' `RareTaskState`)
-    /// that are open, for `openTimerCount`. Loop thread only.
-    var openTaskTimers = 0
-    /// The registry that owns this core, for forgetting removed records. Weak: a registry
-    /// dropped without shutdown leaves running actions that still end here.
-    weak var owner: AnyObject?
-    /// The trace being recorded, if any (`TaskRegistry.startTrace`). Unchecked exclusivity:
-    /// loop thread only, read at every traced place and never held across a call
-    /// (docs/safety.md).
-    @exclusivity(unchecked) @usableFromInline var trace: TraceRecorder?
+    /// Every counter of task states moves inside `TaskStateMachine`'s transitions, which take
+    /// them `inout` from each event's file; four count other things and move outside it:
+    /// `liveSlots` (slots), `staleCommitsDropped` (commits), `identityEvaluations` and
+    /// `observationCyclesStopped` (observed identity closures). Unchecked exclusivity: loop
+    /// thread only, moved on every change. Moved only through `tally`.
+    @exclusivity(unchecked) @usableFromInline private(set) var counters = RegistryCounters()
+    /// Whether shutdown has begun, and who waits for it.
+    @usableFromInline let shutdown = ShutdownState()
+    /// The interned options and the loop timers they share.
+    let optionsTable = OptionsTable()
+    /// The queues of the concurrency limits in use.
+    let limits: LimitQueues
+    /// Shared runs that slots may still join.
+    let sharedRuns = SharedRunTable()
+    /// The registry that owns this core, for forgetting removed records (`adopt(owner:)`).
+    /// Weak: a registry dropped without shutdown leaves running actions that still end here.
+    private(set) weak var owner: AnyObject?
+    /// The trace being recorded, if any (`TaskRegistry.startTrace`; set with `record(into:)`).
+    /// Unchecked exclusivity: loop thread only, read at every traced place and never held
+    /// across a call (docs/safety.md).
+    @exclusivity(unchecked) @usableFromInline private(set) var trace: TraceRecorder?
     /// What hears about runs (the spans of the runs, when a tracer records them): set at
     /// creation and never changed, so a declaring thread may read whether it is nil. The object
     /// itself is loop thread only.
@@ -65,21 +46,14 @@ final class RegistryCore: @unchecked Sendable {
     /// What an integration keeps for the core's life or while it runs (the metrics export
     /// `RegistryConfiguration.metrics` asked for, and its run timers), typed where it is
     /// used. Loop thread only.
-    var integrations = Integrations()
+    private(set) var integrations = Integrations()
     /// The owner's `PhaseStreams<Key>`, where records publish their phases: held here too, so
     /// that a registry released without shutdown still ends its streams the way shutdown does.
     let phaseStreams: AnyObject
-    var quiescedWaiters: [() -> Void] = []
-    /// Runs of this registry that await `shutdown()` (in their action or a child task of it):
-    /// shutdown returns once every other action has ended. A run awaiting it from several
-    /// child tasks counts once. A list, not a table: it holds the few runs that call
-    /// `shutdown()`, and only while it waits.
-    // @exclusivity(unchecked), as the counters: loop thread only.
-    @exclusivity(unchecked) var runsAwaitingShutdown: [RunKey] = []
-    /// The start pass's state (`StartPass`). @exclusivity(unchecked): loop thread only, touched
-    /// on every change, and each access is one short call that reaches nothing else.
-    @exclusivity(unchecked) var startPass = StartPass()
-
+    /// The start pass's state (`StartPass`), reached through `withStartPass`.
+    /// @exclusivity(unchecked): loop thread only, touched on every change, and each access is
+    /// one short call that reaches nothing else.
+    @exclusivity(unchecked) private(set) var startPass = StartPass()
     /// Where what would otherwise be swallowed is reported (see `LibraryLog`).
     let log: LibraryLog
 
@@ -91,68 +65,61 @@ final class RegistryCore: @unchecked Sendable {
         loop: any TaskLoop, configuration: RegistryConfiguration, phaseStreams: AnyObject, runHook: (any RunHook)?
     ) {
         self.log = configuration.log
-        self.defaultLimit = configuration.concurrencyLimit
+        self.limits = LimitQueues(defaultLimit: configuration.concurrencyLimit)
         self.runHook = runHook
         self.phaseStreams = phaseStreams
         self.loop = loop
         self.unretainedLoop = loop
-        self.clock = loop.clock
         self.door = LoopDoor(loop: loop)
     }
+
+    /// Moves the counters: `change` gets them `inout` (the state machine's events take them so).
+    /// Loop thread only; `change` must not reach the core again.
+    @inline(__always)
+    func tally<Result>(_ change: (inout RegistryCounters) -> Result) -> Result { change(&counters) }
+
+    /// A slot was added to the owner's table. Loop thread only.
+    @usableFromInline
+    func slotAdded() { counters.liveSlots &+= 1 }
+
+    /// A slot was taken out of the owner's table. Loop thread only.
+    @usableFromInline
+    func slotRemoved() { counters.liveSlots &-= 1 }
+
+    /// Calls `body` with the start pass's state `inout`. Loop thread only; `body` is one short
+    /// call into `StartPass` that does not reach the core (a start that queues another never
+    /// overlaps it).
+    @inline(__always)
+    func withStartPass<Result>(_ body: (inout StartPass) -> Result) -> Result { body(&startPass) }
+
+    /// `registry` owns this core. Once, before the loop sees it.
+    func adopt(owner registry: AnyObject) { owner = registry }
+
+    /// Records trace events into `recorder` from now on (nil: none). Loop thread only, or
+    /// before the loop sees the core.
+    func record(into recorder: TraceRecorder?) { trace = recorder }
+
+    /// Keeps the metrics export for the core's life.
+    func keepMetricsExport(_ export: AnyObject?) { integrations.metricsExport = export }
+
+    /// The run timers of a metrics export, while it runs (nil: none).
+    func useRunTimers(_ timers: AnyObject?) { integrations.runTimers = timers }
+
+    /// Whether shutdown has begun.
+    @inlinable var isShutDown: Bool { shutdown.isShutDown }
+
+    /// Whether some run may have rare state in its record to release at its end (see
+    /// `OptionsTable.anyRare`).
+    var mayHaveRareState: Bool { optionsTable.anyRare }
 
     // MARK: - Options
 
     /// The interned options object for `values`, creating its deadline queues on first use.
     @usableFromInline
     func options(for values: TaskOptions.Values, template: AnyObject? = nil) throws(LoopError) -> TaskOptions {
-        if let options = optionsTable[values] { return options }
-        var windows: DebounceWindows?
-        let debounce = UInt64(values.debounce.clampedNanoseconds)
-        if debounce > 0 {
-            windows = try deadlineList(in: &debounceWindows, delay: debounce) { [unowned self] in self.debounceDue($0) }
-        }
-        var progressQueue: DeadlineQueue<ProgressEntry>?
-        if let delay = values.progressDelay.map({ UInt64($0.clampedNanoseconds) }) {
-            progressQueue = try deadlineList(in: &progressQueues, delay: delay) {
-                [unowned self] in self.progressDue($0)
-            }
-        }
-        var synchronousQueue: DeadlineQueue<SynchronousRunEntry>?
-        let synchronousDelay = UInt64(values.synchronousDelay.clampedNanoseconds)
-        if synchronousDelay > 0 {
-            synchronousQueue = try deadlineList(in: &synchronousQueues, delay: synchronousDelay) {
-                [unowned self] in self.synchronousRunDue($0)
-            }
-        }
-        var timeLimits: TimeLimits?
-        // A synchronous run's action, called after its delay, ends the run before a limit at
-        // least that long could pass: such a limit needs no list and no timer.
-        if let limit = values.timeout.map({ UInt64($0.clampedNanoseconds) }),
-            synchronousDelay == 0 || limit < synchronousDelay
-        {
-            timeLimits = try deadlineList(in: &timeLimitLists, delay: limit) { [unowned self] in
-                self.timeLimitPassed($0)
-            }
-        }
-        let limit = ConcurrencyLimit(bits: values.limitBits) ?? defaultLimit
-        if timeLimits != nil || limit != nil || values.rareNumber != 0 || values.sharesRuns { hasRunSideTables = true }
-        let options = TaskOptions(
-            values: values, debounceWindows: windows, progressQueue: progressQueue,
-            synchronousQueue: synchronousQueue, timeLimits: timeLimits,
-            limitQueue: limit.map { limitQueue(for: $0) }, template: template)
-        optionsTable[values] = options
-        return options
-    }
-
-    /// The registry's list of `delay` in `table`, made (with its loop timer) on first use.
-    func deadlineList<List: DeadlineList>(
-        in table: inout [UInt64: List], delay: UInt64, onDue: @escaping (List.Due) -> Void
-    ) throws(LoopError) -> List {
-        if let list = table[delay] { return list }
-        let list = List(delayNanoseconds: delay)
-        try list.attach(to: loop, onDue: onDue)
-        table[delay] = list
-        return list
+        try optionsTable.options(
+            for: values, template: template, core: self, limitQueue: limits.queue(for:),
+            defaultLimit: limits.defaultLimit)
     }
 }
 

@@ -90,7 +90,7 @@ class AnyTaskRecord: @unchecked Sendable {
     }
 
     @usableFromInline final func noteStaleCommit(_ generation: UInt64) {
-        core.counters.staleCommitsDropped &+= 1
+        core.tally { $0.staleCommitsDropped &+= 1 }
         core.trace(self, generation, .commitDropped)
     }
 

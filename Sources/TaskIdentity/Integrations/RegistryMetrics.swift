@@ -128,7 +128,7 @@
             let runTimers = RunTimers(prefix: prefix, dimensions: dimensions, factory: factory)
             timedCore.value.core = core
             timedCore.value.timers = runTimers
-            core.integrations.runTimers = runTimers
+            core.useRunTimers(runTimers)
             core.traceSinksChanged()
         }
 
@@ -176,7 +176,7 @@
             timed.core = nil
             timed.timers = nil
             guard core.integrations.runTimers === timers else { return }  // replaced by a later export's
-            core.integrations.runTimers = nil
+            core.useRunTimers(nil)
             core.traceSinksChanged()
         }
     }
@@ -227,9 +227,10 @@
             let start: @Sendable () -> Void = { [weak self] in
                 guard let self else { return }
                 do {
-                    self.core.integrations.metricsExport = try self.exportMetrics(
+                    let export = try self.exportMetrics(
                         prefix: options.prefix, dimensions: options.dimensions, every: options.interval,
                         factory: options.factory, timers: options.timers, loopLagInterval: options.loopLagInterval)
+                    self.core.keepMetricsExport(export)
                 } catch {
                     self.core.logDebug("the configured metrics export could not start: \(error)")
                 }

@@ -118,7 +118,7 @@ final class IdentityTracker<Key: Hashable & Sendable, ID: Hashable & Sendable>: 
             // since a closure that re-triggers itself would otherwise never stop.
             let value = SynchronousCause.withCause(run) { identity() }
             if existing == nil || !identitiesEqual(existing!.identity, value) {
-                registry.core.counters.identityEvaluations &+= 1
+                registry.core.tally { $0.identityEvaluations &+= 1 }
                 registry.stopCycle(self, value: value, run: run)
                 return
             }

@@ -168,14 +168,14 @@ extension TaskRegistry {
     func applyObserved<ID>(
         _ tracker: IdentityTracker<Key, ID>, value: ID, run: ObservedRun, existing: TaskRecord<Key>?
     ) {
-        core.counters.identityEvaluations &+= 1
+        core.tally { $0.identityEvaluations &+= 1 }
         guard let existing else {
             apply(
                 tracker.key, name: tracker.name, identity: value, values: tracker.values,
                 body: tracker.makeBody(value, run), observed: true)
             return
         }
-        let stale = core.hasRunSideTables && core.isStale(existing, existing.options)
+        let stale = core.mayHaveRareState && core.isStale(existing, existing.options)
         guard stale || !identitiesEqual(existing.identity, value) else {
             // Counted as an unchanged declaration; no run body is made for it.
             core.declare(existing, isNew: false, identity: value, options: existing.options, body: unchangedBody)
@@ -203,7 +203,7 @@ extension TaskRegistry {
     /// with `ObservationCycleError` instead of running its action: the previous run is
     /// cancelled, and nothing of the chain runs on. Loop thread only.
     func stopCycle<ID>(_ tracker: IdentityTracker<Key, ID>, value: ID, run: ObservedRun) {
-        core.counters.observationCyclesStopped &+= 1
+        core.tally { $0.observationCyclesStopped &+= 1 }
         stopObserving(ObserverKey(key: tracker.key, name: tracker.name))
         let error = ObservationCycleError(chain: run.chain, limit: maxObservationDepth)
         // At once, whatever the task's debounce, throttle or policy: the failure is the news.

@@ -48,7 +48,7 @@ public struct TaskContext: Sendable {
     /// The registry loop's clock, for sleeps and deadlines that tests can drive in virtual time.
     ///
     /// May be read from any thread.
-    public var clock: LoopClock { run.core.clock }
+    public var clock: LoopClock { run.core.loop.clock }
 
     @usableFromInline
     init(run: AnyTaskRecord, generation: UInt64, identity: any Hashable & Sendable) {

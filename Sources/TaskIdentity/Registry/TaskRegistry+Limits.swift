@@ -63,7 +63,7 @@ extension TaskRegistry {
 
 extension RegistryCore {
     func limitState(of limit: ConcurrencyLimit) -> ConcurrencyLimitState {
-        guard let queue = limitQueues[limit.id] else {
+        guard let queue = limits.existingQueue(for: limit) else {
             return ConcurrencyLimitState(maxRunning: limit.maxRunning, running: 0, queued: 0, oldestWait: nil)
         }
         let now = unretainedLoop.now.nanoseconds

@@ -140,7 +140,7 @@ struct RegistryRelease<Key: Hashable & Sendable>: @unchecked Sendable {
                 next = record.nextInBucket
                 record.nextInBucket = nil
             }
-            core.counters.liveSlots &-= 1
+            core.slotRemoved()
         }
         core.closeTimers()
         core.whenQuiesced { [phaseStreams] in phaseStreams.finishAll() }

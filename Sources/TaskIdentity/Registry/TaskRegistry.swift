@@ -134,12 +134,12 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
             loop: loop, configuration: configuration, phaseStreams: phaseStreams, runHook: configuration.makeRunHook())
         // Not shared with any thread yet: the recorder can be set before the loop sees the core.
         if let capacity = configuration.traceCapacity {
-            core.trace = core.makeTraceRecorder(capacity: capacity)
+            core.record(into: core.makeTraceRecorder(capacity: capacity))
         } else {
-            core.trace = core.idleTraceRecorder
+            core.record(into: core.idleTraceRecorder)
         }
         observationInbox = ObservationInbox(loop: loop)
-        core.owner = self
+        core.adopt(owner: self)
         // If the loop shuts down first, the registry shuts down with it (on the loop thread,
         // before the loop closes its handles), so that every phase still ends final.
         loop.onShutdown { [weak self] in self?.applyShutdown() }
@@ -337,7 +337,7 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
         {
             core.inherit(record, endingRunsOf: previous)
         }
-        if slots.insert(record, hash: hash) { core.counters.liveSlots &+= 1 }
+        if slots.insert(record, hash: hash) { core.slotAdded() }
         if !phaseStreams.observers.isEmpty {
             record.hasObservers = phaseStreams.observers[ObserverKey(key: key, name: name)] != nil
         }
@@ -396,7 +396,7 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
     @usableFromInline
     func cancelRemovedSlot(_ first: TaskRecord<Key>, reason: CancellationReason) {
         let key = first.key
-        core.counters.liveSlots &-= 1
+        core.slotRemoved()
         var next: TaskRecord<Key>? = first
         while let record = next {
             if !observations.isEmpty { stopObserving(ObserverKey(key: key, name: record.name)) }

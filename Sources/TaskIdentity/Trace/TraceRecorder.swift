@@ -98,7 +98,7 @@ extension RegistryCore {
             if let recorder = trace, recorder.isRecording {
                 recorder.sinks = traceSinks
             } else {
-                trace = idleTraceRecorder
+                record(into: idleTraceRecorder)
             }
         }
     #endif

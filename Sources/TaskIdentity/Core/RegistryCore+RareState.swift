@@ -8,7 +8,7 @@ extension RegistryCore {
     /// its node out of its limit's queue, and a delayed synchronous run cancelled before its
     /// action was called gives its place back.
     @inline(never)
-    func releaseSideTables(_ effects: TaskStateMachine.Effects, on record: AnyTaskRecord) {
+    func releaseRareState(_ effects: TaskStateMachine.Effects, on record: AnyTaskRecord) {
         guard let rare = record.rare else { return }
         // A generation that ended, or was replaced, has no attempt left to make.
         if effects.endedRun != nil || effects.endedPending != nil { dropRetryState(rare) }
@@ -36,7 +36,7 @@ extension RegistryCore {
         guard let open = timer else { return }
         open.close()
         timer = nil
-        openTaskTimers -= 1
+        optionsTable.taskTimerClosed()
     }
 
     /// `record` left its slot: its own timers close (its pending generation and runs were
