@@ -18,23 +18,24 @@ extension RegistryCore {
         return TaskStateMachine.StartGate(policy: options.values.policy, throttleReadyAt: throttleReadyAt, now: now)
     }
 
-    /// Applies one declaration to `record` (new when `isNew`): SwiftUI's rule, then the policy.
+    /// A declaration of the identity `record` has (SwiftUI's rule): it changes nothing, unless
+    /// the outcome of its last run is stale; then it runs again.
     @usableFromInline
-    func declare(
-        _ record: AnyTaskRecord, isNew: Bool, identity: consuming any Hashable & Sendable, options: TaskOptions,
-        body: RunBody
-    ) {
-        guard isNew || !identitiesEqual(record.identity, identity) else {
-            // An equal identity changes nothing, unless its last run's outcome is stale: then
-            // it runs again (decided apart, so that `identity` is not held across the check).
-            if mayHaveRareState && isStale(record, options) {
-                adopt(options, for: record)
-                beginGeneration(record, options: options, body: body)
-                return
-            }
-            _ = tally { record.state.declare(changed: false, debounce: 0, gate: .unused, counters: &$0) }
+    func declareSame(_ record: AnyTaskRecord, options: TaskOptions, body: RunBody) {
+        if mayHaveRareState && isStale(record, options) {
+            adopt(options, for: record)
+            beginGeneration(record, options: options, body: body)
             return
         }
+        _ = tally { record.state.declare(changed: false, debounce: 0, gate: .unused, counters: &$0) }
+    }
+
+    /// A declaration of an identity `record` does not have (or its first, for a new record):
+    /// a new generation, and the policy says what happens to the run in progress.
+    @usableFromInline
+    func declareChanged(
+        _ record: AnyTaskRecord, identity: consuming any Hashable & Sendable, options: TaskOptions, body: RunBody
+    ) {
         record.identity = identity
         adopt(options, for: record)
         beginGeneration(record, options: options, body: body)

@@ -138,7 +138,7 @@ struct Integrations {
 struct ForgottenIdentity: Hashable, Sendable {}
 
 /// Compares two identities of unknown types: equal when of the same type and `==`.
-@inline(__always)
+@usableFromInline @inline(__always)
 func identitiesEqual(_ lhs: any Hashable & Sendable, _ rhs: any Hashable & Sendable) -> Bool {
     isEqual(lhs, rhs)
 }

@@ -46,7 +46,7 @@ class AnyTaskRecord: @unchecked Sendable {
     @exclusivity(unchecked) var runningTask: RunTask?
     /// The latest declared identity, which the next declaration is compared with. Unchecked
     /// exclusivity: as the fields above.
-    @exclusivity(unchecked) var identity: any Hashable & Sendable = NoIdentity()
+    @exclusivity(unchecked) @usableFromInline var identity: any Hashable & Sendable = NoIdentity()
     @usableFromInline let name: TaskName
     var phase: TaskPhase { core.phase(of: self) }
     var generation: UInt64 { state.generation }

@@ -171,14 +171,14 @@ extension TaskRegistry {
         core.tally { $0.identityEvaluations &+= 1 }
         guard let existing else {
             apply(
-                tracker.key, name: tracker.name, identity: value, values: tracker.values,
+                tracker.key, name: tracker.name, identity: ErasedIdentity(value), values: tracker.values,
                 body: tracker.makeBody(value, run), observed: true)
             return
         }
         let stale = core.mayHaveRareState && core.isStale(existing, existing.options)
         guard stale || !identitiesEqual(existing.identity, value) else {
             // Counted as an unchanged declaration; no run body is made for it.
-            core.declare(existing, isNew: false, identity: value, options: existing.options, body: unchangedBody)
+            core.declareSame(existing, options: existing.options, body: unchangedBody)
             return
         }
         guard run.depth <= maxObservationDepth else {
@@ -195,7 +195,7 @@ extension TaskRegistry {
                 return  // only a loop that is shutting down refuses a timer; the registry goes with it
             }
         }
-        core.declare(existing, isNew: false, identity: value, options: options, body: tracker.makeBody(value, run))
+        core.declareChanged(existing, identity: value, options: options, body: tracker.makeBody(value, run))
         core.trace(existing, existing.generation, .observedChange(writer: run.parent.map(TraceEvent.Writer.init)))
     }
 
@@ -217,7 +217,7 @@ extension TaskRegistry {
         values.limitBits = 0
         values.synchronousDelay = .zero
         apply(
-            tracker.key, name: tracker.name, identity: value, values: values,
+            tracker.key, name: tracker.name, identity: ErasedIdentity(value), values: values,
             body: .synchronous({ _ in throw error }), observed: true)
         if let record = record(tracker.key, tracker.name) { core.trace(record, record.generation, .cycleStopped) }
     }

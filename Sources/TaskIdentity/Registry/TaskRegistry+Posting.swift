@@ -30,11 +30,11 @@ extension TaskRegistry {
             // Moved out, not copied: a copy would retain and release every payload.
             switch postedBuffer[index].take()! {
             case .declare(let key, let name, let identity, let values, let body):
-                apply(key, name: name, identity: identity, values: values, body: body)
+                apply(key, name: name, identity: ErasedIdentity(identity), values: values, body: body)
             #if Tracing
                 case .declareTraced(let key, let name, let identity, let values, let body, let context):
                     if let spans = core.runSpans {
-                        applyTraced(key, name, identity, values, body, nil, context: context, spans)
+                        applyTraced(key, name, ErasedIdentity(identity), values, body, nil, context: context, spans)
                     }
             #endif
             case .remove(let key):

@@ -248,14 +248,18 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
             priority: priority, policy: policy, debounce: debounce, throttle: throttle, progressDelay: progressDelay,
             timeout: timeout, limit: limit, retry: retry, staleAfter: staleAfter, refreshEvery: refreshEvery,
             executor: executor)
-        try declare(key, name: name, identity: makeIdentity(repeat each id), values: values, body: .task(action))
+        try declare(
+            key, name: name, identity: ErasedIdentity(makeIdentity(repeat each id)), values: values, body: .task(action)
+        )
     }
 
-    /// `template`: the `TaskTemplate` declared, if any (its options are then found by identity).
+    /// Declares `identity` for the task `name` of `key`: applied at once on the loop thread,
+    /// posted from any other. `template`: the `TaskTemplate` declared, if any (its options are
+    /// then found by identity).
     @inlinable
-    func declare(
-        _ key: Key, name: TaskName, identity: consuming any Hashable & Sendable, values: TaskOptions.Values,
-        body: RunBody, template: AnyObject? = nil
+    func declare<Identity: DeclaredIdentity>(
+        _ key: Key, name: TaskName, identity: Identity, values: TaskOptions.Values, body: RunBody,
+        template: AnyObject? = nil
     ) throws(RegistryError) {
         if core.unretainedLoop.inLoop {
             guard !core.isShutDown else { throw .shutDown }
@@ -267,7 +271,7 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
             #endif
             apply(key, name: name, identity: identity, values: values, body: body, template: template)
         } else {
-            try postDeclaration(key, name, identity, values, body)
+            try postDeclaration(key, name, identity.erased, values, body)
         }
     }
 
@@ -294,8 +298,8 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
         /// `apply`, with the trace context of the task that declared it (trait `Tracing`): the
         /// parent of its run's span. Loop thread only.
         @usableFromInline
-        func applyTraced(
-            _ key: Key, _ name: TaskName, _ identity: any Hashable & Sendable, _ values: TaskOptions.Values,
+        func applyTraced<Identity: DeclaredIdentity>(
+            _ key: Key, _ name: TaskName, _ identity: Identity, _ values: TaskOptions.Values,
             _ body: RunBody, _ template: AnyObject?, context: ServiceContext?, _ spans: RunSpans
         ) {
             spans.declarationContext = context
@@ -304,9 +308,11 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
         }
     #endif
 
+    /// Applies one declaration on the loop thread: finds or makes the record and its options,
+    /// compares `identity` with the record's, and hands the declaration to the core.
     @inlinable
-    func apply(
-        _ key: Key, name: TaskName, identity: consuming any Hashable & Sendable, values: TaskOptions.Values,
+    func apply<Identity: DeclaredIdentity>(
+        _ key: Key, name: TaskName, identity: Identity, values: TaskOptions.Values,
         body: RunBody, observed: Bool = false, template: AnyObject? = nil
     ) {
         // A declaration with an explicit identity replaces an observed one: its tracking ends.
@@ -329,7 +335,11 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
             }
         }
         if let existing {
-            core.declare(existing, isNew: false, identity: identity, options: options, body: body)
+            if identity.equals(existing.identity) {
+                core.declareSame(existing, options: options, body: body)
+            } else {
+                core.declareChanged(existing, identity: identity.erased, options: options, body: body)
+            }
             return
         }
         let record = TaskRecord(key: key, name: name, registry: self, options: options)
@@ -341,7 +351,7 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
         if !phaseStreams.observers.isEmpty {
             record.hasObservers = phaseStreams.observers[ObserverKey(key: key, name: name)] != nil
         }
-        core.declare(record, isNew: true, identity: identity, options: options, body: body)
+        core.declareChanged(record, identity: identity.erased, options: options, body: body)
     }
 
     @inlinable

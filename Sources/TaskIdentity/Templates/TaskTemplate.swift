@@ -166,8 +166,22 @@ extension TaskRegistry {
         _ key: Key, id: repeat each ID, template: TaskTemplate<Key>
     ) throws(RegistryError) {
         try declare(
-            key, name: template.name, identity: makeIdentity(repeat each id), values: template.values,
+            key, name: template.name, identity: ErasedIdentity(makeIdentity(repeat each id)), values: template.values,
             body: template.body, template: template)
+    }
+
+    /// `task(_:id:template:)` for one identity value, chosen by the compiler whenever one
+    /// value is given: the value keeps its type through the declaration and is compared with
+    /// its own `==`. (Swift does not specialize a call made with one element of a parameter
+    /// pack, so the variadic form cannot do this.)
+    ///
+    /// - Throws: `RegistryError.shutDown` after shutdown.
+    /// - Note: May be called from any thread; on the loop thread it acts at once.
+    @inlinable
+    public func task<ID: Hashable & Sendable>(_ key: Key, id: ID, template: TaskTemplate<Key>) throws(RegistryError) {
+        try declare(
+            key, name: template.name, identity: TypedIdentity(id), values: template.values, body: template.body,
+            template: template)
     }
 }
 

@@ -110,7 +110,7 @@ extension TaskRegistry {
     @inlinable
     public func task<ID>(_ key: Key, id: ID, template: TypedTaskTemplate<Key, ID>) throws(RegistryError) {
         try declare(
-            key, name: template.template.name, identity: id, values: template.template.values,
+            key, name: template.template.name, identity: TypedIdentity(id), values: template.template.values,
             body: template.template.body, template: template.template)
     }
 }
