@@ -118,4 +118,33 @@ struct CollidingKey: Hashable, Sendable, CustomStringConvertible {
         #expect(try registry.contains(keys[0]) && registry.contains(keys[2]))
         harness.finish()
     }
+
+    /// A look-up walks a bucket's chain unretained (`first(inBucket:key:tag:)`, `record(for:name:)`)
+    /// and hands back an owned reference: deep in a chain of equal hashes, every slot and task
+    /// is found, and a record found stays valid after its slot leaves the table. (The address
+    /// sanitizer run of the suite catches a record released one time too many.)
+    @Test func aLookUpDeepInAChainReturnsARecordThatOutlivesItsSlot() throws {
+        let harness = RegistryHarness<CollidingKey>()
+        let registry = harness.registry
+        let keys = (0..<64).map { CollidingKey(value: $0, hashBits: 0) }  // one chain
+        for key in keys {
+            try registry.task(key, id: 1, debounce: .seconds(60)) { _ in }
+            try registry.task(key, name: "second", id: 2, debounce: .seconds(60)) { _ in }
+        }
+        var found: [TaskRecord<CollidingKey>] = []
+        for key in keys.reversed() {
+            let second = try #require(registry.record(key, "second"), "slot \(key)")
+            #expect(second.key == key && second.name == "second")
+            found.append(second)
+        }
+        for key in keys where key.value % 2 == 0 { try registry.remove(key) }
+        for record in found {
+            // Held here only: the table let go of the removed ones.
+            #expect(record.key.hashBits == 0 && record.name == "second")
+            #expect((registry.record(record.key, "second") != nil) == (record.key.value % 2 == 1))
+        }
+        #expect(checkShape(registry.slots) == 32)
+        found = []
+        harness.finish()
+    }
 }

@@ -23,10 +23,10 @@ struct SlotTable<Key: Hashable & Sendable> {
     @usableFromInline typealias Record = TaskRecord<Key>
 
     /// A segment holds `1 << segmentShift` buckets (32 KiB of pointers).
-    @usableFromInline static var segmentShift: Int { 12 }
-    @usableFromInline static var segmentMask: Int { (1 << segmentShift) - 1 }
+    @inlinable static var segmentShift: Int { SlotTableShape.segmentShift }
+    @inlinable static var segmentMask: Int { SlotTableShape.segmentMask }
     /// The fewest buckets the table keeps, a power of two.
-    @usableFromInline static var minimumBuckets: Int { 8 }
+    @inlinable static var minimumBuckets: Int { SlotTableShape.minimumBuckets }
 
     /// The buckets, segment by segment; only the last segment may be short.
     @usableFromInline var segments: ContiguousArray<ContiguousArray<Record?>>
@@ -57,12 +57,12 @@ struct SlotTable<Key: Hashable & Sendable> {
 
     @inlinable
     func head(of bucket: Int) -> Record? {
-        segments[bucket >> Self.segmentShift][bucket & Self.segmentMask]
+        segments[bucket >> SlotTableShape.segmentShift][bucket & SlotTableShape.segmentMask]
     }
 
     @inlinable
     mutating func setHead(of bucket: Int, to record: Record?) {
-        segments[bucket >> Self.segmentShift][bucket & Self.segmentMask] = record
+        segments[bucket >> SlotTableShape.segmentShift][bucket & SlotTableShape.segmentMask] = record
     }
 
     /// The first record of slot `key` (its other records follow it through `nextInBucket`
@@ -85,10 +85,13 @@ struct SlotTable<Key: Hashable & Sendable> {
         let tag = Self.tag(hash)
         guard let first = first(inBucket: bucket(forHash: hash), key: key, tag: tag) else { return nil }
         if first.name == name { return first }
-        var next = first.nextInBucket
-        while let candidate = next, candidate.slotHash == tag, candidate.key == key {
-            if candidate.name == name { return candidate }
-            next = candidate.nextInBucket
+        // The slot's other tasks, walked unretained as in `first(inBucket:key:tag:)`.
+        var current = Unmanaged.passUnretained(first)
+        while let next = current._withUnsafeGuaranteedRef({ $0.nextInBucket.map(Unmanaged.passUnretained) }),
+            next._withUnsafeGuaranteedRef({ $0.slotHash == tag && $0.key == key })
+        {
+            if next._withUnsafeGuaranteedRef({ $0.name == name }) { return next.takeUnretainedValue() }
+            current = next
         }
         return nil
     }
@@ -124,10 +127,16 @@ struct SlotTable<Key: Hashable & Sendable> {
     /// `tag(key.hashValue)`.
     @inlinable
     func first(inBucket bucket: Int, key: Key, tag: UInt32) -> Record? {
-        var next = head(of: bucket)
-        while let record = next {
-            if record.slotHash == tag && record.key == key { return record }
-            next = record.nextInBucket
+        guard let head = head(of: bucket) else { return nil }
+        if head.slotHash == tag && head.key == key { return head }
+        // The rest of the chain is walked unretained (the table holds every record in it, and
+        // nothing here releases one): retaining each record passed cost two calls a step.
+        var current = Unmanaged.passUnretained(head)
+        while let next = current._withUnsafeGuaranteedRef({ $0.nextInBucket.map(Unmanaged.passUnretained) }) {
+            if next._withUnsafeGuaranteedRef({ $0.slotHash == tag && $0.key == key }) {
+                return next.takeUnretainedValue()
+            }
+            current = next
         }
         return nil
     }
@@ -286,4 +295,14 @@ struct SlotTable<Key: Hashable & Sendable> {
             return first
         }
     }
+}
+
+/// The slot table's constants, outside the generic type: a bucket's look-up, specialized or
+/// merged across key types, then reads them as constants instead of calling a generic getter.
+/// May be used on any thread.
+@usableFromInline
+enum SlotTableShape {
+    @inlinable static var segmentShift: Int { 12 }
+    @inlinable static var segmentMask: Int { (1 << segmentShift) - 1 }
+    @inlinable static var minimumBuckets: Int { 8 }
 }
