@@ -79,7 +79,9 @@ struct SlotTable<Key: Hashable & Sendable> {
 
     /// The record of task `name` of slot `key`, or `nil`. `hash` is `key.hashValue`, for a
     /// caller that inserts the key next (`insert(_:hash:)`) and so hashes it once.
-    @inlinable
+    /// Always inlined: called on the table stored in a class, a call would first retain the
+    /// table's bucket array to pass it (W1 -93 and W2 -122 instructions a change).
+    @inlinable @inline(__always)
     func record(for key: Key, name: TaskName, hash: Int? = nil) -> Record? {
         let hash = hash ?? key.hashValue
         let tag = Self.tag(hash)
