@@ -104,4 +104,21 @@ struct RunControlInteractionTests {
             log.take() == ["load https://a.example/avatar.png at 0", "load https://a.example/avatar.png again at 60"])
         h.finish()
     }
+
+    /// Staleness is judged under the options declared now, as for `task(_:id:…)`: an observed
+    /// identity stale under its old `staleAfter`, declared again without one, does not run.
+    @Test func anObservedIdentityDeclaredAgainWithoutStaleAfterDoesNotRunAgain() throws {
+        let h = RegistryHarness<String>()
+        let (loop, registry, log) = (h.loop, h.registry, h.log)
+        let model = ImageModel()
+        try registry.task("a", tracking: { model.url }, staleAfter: .milliseconds(50)) { url, _ in
+            log.add("load \(url)")
+        }
+        loop.advance(ms: 60)
+        try registry.task("a", tracking: { model.url }) { url, _ in log.add("load \(url) again") }
+        loop.run()
+        #expect(log.take() == ["load https://a.example/avatar.png"])
+        #expect(try registry.counters.started == 1)
+        h.finish()
+    }
 }

@@ -79,7 +79,7 @@ final class DeadlineQueue<Entry: DeadlineEntry>: DeadlineList {
 
 /// A registry's list of deadlines of one fixed delay, with one loop timer: `DeadlineQueue`,
 /// `DebounceWindows` and `TimeLimits`, made and shared per delay by
-/// `RegistryCore.deadlineList(in:delay:onDue:)`. Loop thread only.
+/// `OptionsTable` (one per delay, made with the first options that use it). Loop thread only.
 protocol DeadlineList: AnyObject {
     /// What the list hands its owner when a deadline passes.
     associatedtype Due

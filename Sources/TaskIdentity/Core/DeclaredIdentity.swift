@@ -33,8 +33,10 @@ struct TypedIdentity<ID: Hashable & Sendable>: DeclaredIdentity {
     var erased: any Hashable & Sendable { value }
 }
 
-/// An identity of a type known only at run time (several values packed, a posted
-/// declaration's): compared by opening both sides.
+/// An identity compared by opening both sides: several values packed, none, a posted
+/// declaration's, one value through the closure form `task(_:name:id:…)` (a parameter pack's
+/// element, which Swift does not specialize a call with) and an observed value (compared in
+/// unspecialized generic code, where a `TypedIdentity` would cost a metadata look-up).
 @usableFromInline
 struct ErasedIdentity: DeclaredIdentity {
     @usableFromInline let erased: any Hashable & Sendable

@@ -21,8 +21,10 @@ final class OptionsTable {
     /// across a call.
     @exclusivity(unchecked) private(set) var anyRare = false
 
-    /// The interned options for `values`, made with their deadline lists on first use;
-    /// `limit` gives the registry's queue of a concurrency limit.
+    /// The interned options for `values`, made with their deadline lists on first use.
+    /// `template`: the template declared, if any; `core`: whose handlers the lists' timers
+    /// call; `limitQueue`: the registry's queue of a concurrency limit; `defaultLimit`: the
+    /// limit of options that name none.
     func options(
         for values: TaskOptions.Values, template: AnyObject?, core: RegistryCore,
         limitQueue: (ConcurrencyLimit) -> LimitQueue, defaultLimit: ConcurrencyLimit?

@@ -4,7 +4,8 @@ import TaskLoopCore
 extension RegistryCore {
     // MARK: - Shutdown
 
-    /// Stops taking declarations and closes every timer. The caller removes every record.
+    /// Stops taking declarations. The caller then removes every record, and `closeTimers`
+    /// closes the registry's timers.
     func beginShutdown() {
         shutdown.begin()
     }

@@ -22,7 +22,8 @@ final class RegistryCore: @unchecked Sendable {
     /// them `inout` from each event's file; four count other things and move outside it:
     /// `liveSlots` (slots), `staleCommitsDropped` (commits), `identityEvaluations` and
     /// `observationCyclesStopped` (observed identity closures). Unchecked exclusivity: loop
-    /// thread only, moved on every change. Moved only through `tally`.
+    /// thread only, moved on every change: through `tally`, and `liveSlots` through `slotAdded`
+    /// and `slotRemoved`.
     @exclusivity(unchecked) @usableFromInline private(set) var counters = RegistryCounters()
     /// Whether shutdown has begun, and who waits for it.
     @usableFromInline let shutdown = ShutdownState()
@@ -35,7 +36,7 @@ final class RegistryCore: @unchecked Sendable {
     /// The registry that owns this core, for forgetting removed records (`adopt(owner:)`).
     /// Weak: a registry dropped without shutdown leaves running actions that still end here.
     private(set) weak var owner: AnyObject?
-    /// The trace being recorded, if any (`TaskRegistry.startTrace`; set with `record(into:)`).
+    /// The trace being recorded, if any (`TaskRegistry.startTrace`; set with `useTraceRecorder`).
     /// Unchecked exclusivity: loop thread only, read at every traced place and never held
     /// across a call (docs/safety.md).
     @exclusivity(unchecked) @usableFromInline private(set) var trace: TraceRecorder?
@@ -97,7 +98,7 @@ final class RegistryCore: @unchecked Sendable {
 
     /// Records trace events into `recorder` from now on (nil: none). Loop thread only, or
     /// before the loop sees the core.
-    func record(into recorder: TraceRecorder?) { trace = recorder }
+    func useTraceRecorder(_ recorder: TraceRecorder?) { trace = recorder }
 
     /// Keeps the metrics export for the core's life.
     func keepMetricsExport(_ export: AnyObject?) { integrations.metricsExport = export }

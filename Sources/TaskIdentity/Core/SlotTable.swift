@@ -132,7 +132,8 @@ struct SlotTable<Key: Hashable & Sendable> {
         guard let head = head(of: bucket) else { return nil }
         if head.slotHash == tag && head.key == key { return head }
         // The rest of the chain is walked unretained (the table holds every record in it, and
-        // nothing here releases one): retaining each record passed cost two calls a step.
+        // nothing here releases one, provided `Key.==` does not remove slots of this registry,
+        // which no hash table survives): retaining each record passed cost two calls a step.
         var current = Unmanaged.passUnretained(head)
         while let next = current._withUnsafeGuaranteedRef({ $0.nextInBucket.map(Unmanaged.passUnretained) }) {
             if next._withUnsafeGuaranteedRef({ $0.slotHash == tag && $0.key == key }) {
@@ -304,7 +305,10 @@ struct SlotTable<Key: Hashable & Sendable> {
 /// May be used on any thread.
 @usableFromInline
 enum SlotTableShape {
+    /// A segment holds `1 << segmentShift` buckets.
     @inlinable static var segmentShift: Int { 12 }
+    /// A bucket's index within its segment.
     @inlinable static var segmentMask: Int { (1 << segmentShift) - 1 }
+    /// The fewest buckets a table keeps, a power of two.
     @inlinable static var minimumBuckets: Int { 8 }
 }

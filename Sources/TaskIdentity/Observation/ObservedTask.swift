@@ -176,7 +176,8 @@ extension TaskRegistry {
             return
         }
         let stale = core.mayHaveRareState && core.isStale(existing, existing.options)
-        guard stale || !identitiesEqual(existing.identity, value) else {
+        let same = identitiesEqual(existing.identity, value)
+        guard stale || !same else {
             // Counted as an unchanged declaration; no run body is made for it.
             core.declareSame(existing, options: existing.options, body: unchangedBody)
             return
@@ -195,7 +196,13 @@ extension TaskRegistry {
                 return  // only a loop that is shutting down refuses a timer; the registry goes with it
             }
         }
-        core.declareChanged(existing, identity: value, options: options, body: tracker.makeBody(value, run))
+        // An equal identity, stale under the task's options so far: the core decides again under
+        // the options declared now, as for `task(_:id:…)`.
+        if same {
+            core.declareSame(existing, options: options, body: tracker.makeBody(value, run))
+        } else {
+            core.declareChanged(existing, identity: value, options: options, body: tracker.makeBody(value, run))
+        }
         core.trace(existing, existing.generation, .observedChange(writer: run.parent.map(TraceEvent.Writer.init)))
     }
 

@@ -134,9 +134,9 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
             loop: loop, configuration: configuration, phaseStreams: phaseStreams, runHook: configuration.makeRunHook())
         // Not shared with any thread yet: the recorder can be set before the loop sees the core.
         if let capacity = configuration.traceCapacity {
-            core.record(into: core.makeTraceRecorder(capacity: capacity))
+            core.useTraceRecorder(core.makeTraceRecorder(capacity: capacity))
         } else {
-            core.record(into: core.idleTraceRecorder)
+            core.useTraceRecorder(core.idleTraceRecorder)
         }
         observationInbox = ObservationInbox(loop: loop)
         core.adopt(owner: self)

@@ -170,10 +170,11 @@ extension TaskRegistry {
             body: template.body, template: template)
     }
 
-    /// `task(_:id:template:)` for one identity value, chosen by the compiler whenever one
-    /// value is given: the value keeps its type through the declaration and is compared with
-    /// its own `==`. (Swift does not specialize a call made with one element of a parameter
-    /// pack, so the variadic form cannot do this.)
+    /// `task(_:id:template:)` for one identity value, chosen by the compiler when one value is
+    /// given here (a `ShardedTaskRegistry` forwards its values to the variadic form): the value
+    /// keeps its type through the declaration and is compared with its own `==`. The same as
+    /// the variadic form in every other way. (Swift does not specialize a call made with one
+    /// element of a parameter pack, so the variadic form cannot do this.)
     ///
     /// - Throws: `RegistryError.shutDown` after shutdown.
     /// - Note: May be called from any thread; on the loop thread it acts at once.

@@ -20,7 +20,7 @@ extension TaskRegistry {
     public func startTrace(capacity: Int = RegistryTrace.defaultCapacity) throws(RegistryError) {
         guard loop.inLoop else { throw .calledOffLoopThread }
         guard capacity >= 1 else { throw .invalidTraceCapacity(capacity) }
-        core.record(into: core.makeTraceRecorder(capacity: capacity))
+        core.useTraceRecorder(core.makeTraceRecorder(capacity: capacity))
     }
 
     /// The trace recorded so far, while recording goes on; `nil` when not recording.
@@ -55,7 +55,7 @@ extension TaskRegistry {
     @discardableResult
     public func stopTrace() throws(RegistryError) -> RegistryTrace? {
         let trace = try currentTrace()
-        core.record(into: core.idleTraceRecorder)
+        core.useTraceRecorder(core.idleTraceRecorder)
         return trace
     }
 }

@@ -98,7 +98,7 @@ extension RegistryCore {
             if let recorder = trace, recorder.isRecording {
                 recorder.sinks = traceSinks
             } else {
-                record(into: idleTraceRecorder)
+                useTraceRecorder(idleTraceRecorder)
             }
         }
     #endif
