@@ -25,8 +25,11 @@ extension StateMachineTable {
                     "none none g0/0 ending1 idle |  | "
                 ),
                 .previousRunEnded: .traps,
-                .startLimited: .traps, .admitted: .traps,
+                .startAtLimitFull: .traps, .admitted: .traps,
                 .runFailedRetrying: .traps,
+                .startAtLimitFree: .traps,
+                .runFailedLastAttempt: .traps,
+                .runIsShared: .traps,
             ]
         ),
         (
@@ -61,8 +64,11 @@ extension StateMachineTable {
                 ),
                 .inheritEndingRuns: .traps,
                 .previousRunEnded: .traps,
-                .startLimited: .traps, .admitted: .traps,
+                .startAtLimitFull: .traps, .admitted: .traps,
                 .runFailedRetrying: .traps,
+                .startAtLimitFree: .traps,
+                .runFailedLastAttempt: .traps,
+                .runIsShared: .traps,
             ]
         ),
         (
@@ -106,10 +112,15 @@ extension StateMachineTable {
                 ),
                 .inheritEndingRuns: .traps,
                 .previousRunEnded: .traps,
-                .startLimited: .traps, .admitted: .traps,
+                .startAtLimitFull: .traps, .admitted: .traps,
                 .runFailedRetrying: .becomes(
                     "debouncing none g2/1 ending0 waiting | dropTask endedRun(g1 failed) | failed+1 runningActions-1 liveGenerations-1"
                 ),
+                .startAtLimitFree: .traps,
+                .runFailedLastAttempt: .becomes(
+                    "debouncing none g2/1 ending0 waiting | dropTask endedRun(g1 failed) | failed+1 runningActions-1 liveGenerations-1"
+                ),
+                .runIsShared: .traps,
             ]
         ),
         (
@@ -144,8 +155,11 @@ extension StateMachineTable {
                 ),
                 .inheritEndingRuns: .traps,
                 .previousRunEnded: .traps,
-                .startLimited: .traps, .admitted: .traps,
+                .startAtLimitFull: .traps, .admitted: .traps,
                 .runFailedRetrying: .traps,
+                .startAtLimitFree: .traps,
+                .runFailedLastAttempt: .traps,
+                .runIsShared: .traps,
             ]
         ),
         (
@@ -182,9 +196,13 @@ extension StateMachineTable {
                 .previousRunEnded: .becomes(
                     "startQueued none g2/1 ending0 waiting inQueue | next=queueStart | "
                 ),
-                .startLimited: .traps, .admitted: .traps,
+                .startAtLimitFull: .traps, .admitted: .traps,
                 .runFailedRetrying: .becomes(
                     "startQueued none g2/1 ending0 waiting inQueue | next=queueStart | runningActions-1"),
+                .startAtLimitFree: .traps,
+                .runFailedLastAttempt: .becomes(
+                    "startQueued none g2/1 ending0 waiting inQueue | next=queueStart | runningActions-1"),
+                .runIsShared: .traps,
             ]
         ),
         (
@@ -216,9 +234,12 @@ extension StateMachineTable {
                 ),
                 .inheritEndingRuns: .traps,
                 .previousRunEnded: .traps,
-                .startLimited: .becomes(
+                .startAtLimitFull: .becomes(
                     "startLimited none g1/0 ending0 waiting | waiting(g1) | queued+1 queueLength+1"), .admitted: .traps,
                 .runFailedRetrying: .traps,
+                .startAtLimitFree: .becomes("startQueued none g1/0 ending0 waiting inQueue | result=start | "),
+                .runFailedLastAttempt: .traps,
+                .runIsShared: .traps,
             ]
         ),
         (
@@ -250,9 +271,12 @@ extension StateMachineTable {
                 ),
                 .inheritEndingRuns: .traps,
                 .previousRunEnded: .traps,
-                .startLimited: .traps,
+                .startAtLimitFull: .traps,
                 .admitted: .becomes("startQueued none g1/0 ending0 waiting inQueue |  | queueLength-1"),
                 .runFailedRetrying: .traps,
+                .startAtLimitFree: .traps,
+                .runFailedLastAttempt: .traps,
+                .runIsShared: .traps,
             ]
         ),
         (
@@ -284,8 +308,11 @@ extension StateMachineTable {
                 ),
                 .inheritEndingRuns: .traps,
                 .previousRunEnded: .traps,
-                .startLimited: .traps, .admitted: .traps,
+                .startAtLimitFull: .traps, .admitted: .traps,
                 .retryDue: .becomes("startQueued none g1/1 ending0 waiting inQueue | next=queueStart | "),
+                .startAtLimitFree: .traps,
+                .runFailedLastAttempt: .traps,
+                .runIsShared: .traps,
             ]
         ),
         (
@@ -321,8 +348,11 @@ extension StateMachineTable {
                 ),
                 .inheritEndingRuns: .traps,
                 .previousRunEnded: .traps,
-                .startLimited: .becomes("debouncing none g2/0 ending0 waiting | result=skip | "), .admitted: .traps,
+                .startAtLimitFull: .becomes("debouncing none g2/0 ending0 waiting | result=skip | "), .admitted: .traps,
                 .runFailedRetrying: .traps,
+                .startAtLimitFree: .becomes("debouncing none g2/0 ending0 waiting | result=skip | "),
+                .runFailedLastAttempt: .traps,
+                .runIsShared: .traps,
             ]
         ),
         (
@@ -359,10 +389,60 @@ extension StateMachineTable {
                 ),
                 .inheritEndingRuns: .traps,
                 .previousRunEnded: .traps,
-                .startLimited: .traps, .admitted: .traps,
+                .startAtLimitFull: .traps, .admitted: .traps,
                 .runFailedRetrying: .becomes(
-                    "retrying none g1/1 ending0 waiting | dropTask next=waitForRetry(until: 200) waiting(g1) | retries+1 runningActions-1"
+                    "retrying none g1/1 ending0 waiting | dropTask next=waitForRetry(attempt: 2) waiting(g1) | retries+1 runningActions-1"
                 ),
+                .startAtLimitFree: .traps,
+                .runFailedLastAttempt: .becomes(
+                    "none none g1/1 ending0 failed | dropTask endedRun(g1 failed) | failed+1 runningActions-1 liveGenerations-1"
+                ),
+                .runIsShared: .becomes("none sharedTask g1/1 ending0 running |  | "),
+            ]
+        ),
+        (
+            .runningShared,
+            [
+                .declareEqual: .unchanged,
+                .declareNew: .becomes(
+                    "startQueued none g2/1 ending1 waiting inQueue | leaveShared endedRun(g1 cancelled(identityChanged)) next=queueStart | declared+1 cancelled+1"
+                ),
+                .declareNewDebounced: .becomes(
+                    "debouncing none g2/1 ending1 waiting | leaveShared endedRun(g1 cancelled(identityChanged)) next=waitForDebounce(deadline: 150) waiting(g2) | declared+1 cancelled+1"
+                ),
+                .declareNewKeepRunning: .becomes(
+                    "awaitingPrevious sharedTask g2/1 ending0 waiting | next=waitForPrevious waiting(g2) | declared+1 liveGenerations+1"
+                ),
+                .startAllowed: .traps,
+                .runEndedCurrent: .becomes(
+                    "none none g1/1 ending0 finished | dropTask endedRun(g1 finished) | finished+1 runningActions-1 liveGenerations-1"
+                ),
+                .runEndedCancelled: .traps,
+                .remove: .becomes(
+                    "none none g1/1 ending1 cancelled(removed) removed | leaveShared endedRun(g1 cancelled(removed)) | cancelled+1 liveGenerations-1"
+                ),
+                .removeAtShutdown: .becomes(
+                    "none none g1/1 ending1 cancelled(registryShutDown) removed | leaveShared endedRun(g1 cancelled(registryShutDown)) | cancelled+1 liveGenerations-1"
+                ),
+                .progressDue: .becomes("none sharedTask g1/1 ending0 running progress | result=true | "),
+                .synchronousRunDue: .traps,
+                .cancelByCaller: .becomes(
+                    "none none g1/1 ending1 cancelled(cancelledByCaller) | leaveShared endedRun(g1 cancelled(cancelledByCaller)) | cancelled+1 liveGenerations-1"
+                ),
+                .runTimedOut: .becomes(
+                    "none none g1/1 ending1 cancelled(timedOut) | leaveShared endedRun(g1 cancelled(timedOut)) | cancelled+1 timedOut+1 liveGenerations-1"
+                ),
+                .inheritEndingRuns: .traps,
+                .previousRunEnded: .traps,
+                .startAtLimitFull: .traps, .admitted: .traps,
+                .runFailedRetrying: .becomes(
+                    "retrying none g1/1 ending0 waiting | dropTask next=waitForRetry(attempt: 2) waiting(g1) | retries+1 runningActions-1"
+                ),
+                .startAtLimitFree: .traps,
+                .runFailedLastAttempt: .becomes(
+                    "none none g1/1 ending0 failed | dropTask endedRun(g1 failed) | failed+1 runningActions-1 liveGenerations-1"
+                ),
+                .runIsShared: .traps,
             ]
         ),
         (
@@ -395,8 +475,11 @@ extension StateMachineTable {
                 ),
                 .inheritEndingRuns: .traps,
                 .previousRunEnded: .traps,
-                .startLimited: .traps, .admitted: .traps,
+                .startAtLimitFull: .traps, .admitted: .traps,
                 .runFailedRetrying: .traps,
+                .startAtLimitFree: .traps,
+                .runFailedLastAttempt: .traps,
+                .runIsShared: .traps,
             ]
         ),
         (
@@ -431,10 +514,15 @@ extension StateMachineTable {
                 .runTimedOut: .traps,
                 .inheritEndingRuns: .traps,
                 .previousRunEnded: .traps,
-                .startLimited: .traps, .admitted: .traps,
+                .startAtLimitFull: .traps, .admitted: .traps,
                 .runFailedRetrying: .becomes(
-                    "retrying none g1/1 ending0 waiting | dropTask next=waitForRetry(until: 200) waiting(g1) | retries+1 runningActions-1"
+                    "retrying none g1/1 ending0 waiting | dropTask next=waitForRetry(attempt: 2) waiting(g1) | retries+1 runningActions-1"
                 ),
+                .startAtLimitFree: .traps,
+                .runFailedLastAttempt: .becomes(
+                    "none none g1/1 ending0 failed | dropTask endedRun(g1 failed) | failed+1 runningActions-1 liveGenerations-1"
+                ),
+                .runIsShared: .traps,
             ]
         ),
         (
@@ -453,8 +541,14 @@ extension StateMachineTable {
                 .removeAtShutdown: .becomes("none none g1/1 ending0 finished removed |  | "),
                 .inheritEndingRuns: .traps,
                 .previousRunEnded: .traps,
-                .startLimited: .traps, .admitted: .traps,
+                .startAtLimitFull: .traps, .admitted: .traps,
                 .runFailedRetrying: .traps,
+                .startAtLimitFree: .traps,
+                .runFailedLastAttempt: .traps,
+                .lastRunIsStale: .becomes("none none g1/1 ending0 finished | result=true | "),
+                .runEndKept: .becomes("none none g1/1 ending0 finished | result=true | "),
+                .refreshIsDue: .becomes("none none g1/1 ending0 finished | result=true | "),
+                .runIsShared: .traps,
             ]
         ),
         (
@@ -478,8 +572,15 @@ extension StateMachineTable {
                 .previousRunEnded: .becomes(
                     "none none g1/1 ending0 cancelled(identityChanged) |  | "
                 ),
-                .startLimited: .traps, .admitted: .traps,
+                .startAtLimitFull: .traps, .admitted: .traps,
                 .runFailedRetrying: .becomes("none none g1/1 ending0 cancelled(identityChanged) |  | runningActions-1"),
+                .startAtLimitFree: .traps,
+                .runFailedLastAttempt: .becomes(
+                    "none none g1/1 ending0 cancelled(identityChanged) |  | runningActions-1"),
+                .lastRunIsStale: .becomes("none none g1/1 ending1 cancelled(identityChanged) | result=true | "),
+                .runEndKept: .becomes("none none g1/1 ending1 cancelled(identityChanged) | result=true | "),
+                .refreshIsDue: .becomes("none none g1/1 ending1 cancelled(identityChanged) | result=true | "),
+                .runIsShared: .traps,
             ]
         ),
         (
@@ -495,9 +596,12 @@ extension StateMachineTable {
                 .runNow: .traps,
                 .inheritEndingRuns: .traps,
                 .previousRunEnded: .traps,
-                .startLimited: .becomes("none none g1/0 ending0 cancelled(removed) removed | result=skip | "),
+                .startAtLimitFull: .becomes("none none g1/0 ending0 cancelled(removed) removed | result=skip | "),
                 .admitted: .traps,
                 .runFailedRetrying: .traps,
+                .startAtLimitFree: .becomes("none none g1/0 ending0 cancelled(removed) removed | result=skip | "),
+                .runFailedLastAttempt: .traps,
+                .runIsShared: .traps,
             ]
         ),
         (
@@ -516,8 +620,12 @@ extension StateMachineTable {
                 .previousRunEnded: .becomes(
                     "none none g1/1 ending0 cancelled(removed) removed |  | "
                 ),
-                .startLimited: .traps, .admitted: .traps,
+                .startAtLimitFull: .traps, .admitted: .traps,
                 .runFailedRetrying: .becomes("none none g1/1 ending0 cancelled(removed) removed |  | runningActions-1"),
+                .startAtLimitFree: .traps,
+                .runFailedLastAttempt: .becomes(
+                    "none none g1/1 ending0 cancelled(removed) removed |  | runningActions-1"),
+                .runIsShared: .traps,
             ]
         ),
         (
@@ -532,8 +640,11 @@ extension StateMachineTable {
                 .runNow: .traps,
                 .inheritEndingRuns: .traps,
                 .previousRunEnded: .traps,
-                .startLimited: .traps, .admitted: .traps,
+                .startAtLimitFull: .traps, .admitted: .traps,
                 .runFailedRetrying: .traps,
+                .startAtLimitFree: .traps,
+                .runFailedLastAttempt: .traps,
+                .runIsShared: .traps,
             ]
         ),
     ]

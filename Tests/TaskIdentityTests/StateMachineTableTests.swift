@@ -83,7 +83,7 @@ struct StateMachineTableTests {
 enum StateName: String, CaseIterable, Sendable {
     case fresh, debouncing, debouncingWhileRunning, throttled, awaitingPrevious, queued, limitQueued, retrying
     case supersededInQueue
-    case runningTask, synchronousDelayed, synchronousExecuting, finished, ending
+    case runningTask, runningShared, synchronousDelayed, synchronousExecuting, finished, ending
     case removedInQueue, removedEnding, removed
 
     var machine: TaskStateMachine {
@@ -123,6 +123,9 @@ enum StateName: String, CaseIterable, Sendable {
         case .runningTask:
             return M.testState(
                 generation: 1, runGeneration: 1, pending: .none, run: .task, hasStarted: true, phase: .running)
+        case .runningShared:
+            return M.testState(
+                generation: 1, runGeneration: 1, pending: .none, run: .sharedTask, hasStarted: true, phase: .running)
         case .synchronousDelayed:
             return M.testState(
                 generation: 1, runGeneration: 1, pending: .none, run: .synchronousDelayed, hasStarted: true,
@@ -163,13 +166,17 @@ enum EventName: String, CaseIterable, Sendable {
     case declareEqual, declareNew, declareNewDebounced, declareNewKeepRunning, debounceDue, throttleDue
     case startAllowed, runEndedCurrent, runEndedCancelled, remove, removeAtShutdown, progressDue
     case synchronousRunDue, cancelByCaller, dropPending, runNow, inheritEndingRuns, previousRunEnded, runTimedOut
-    case startLimited, admitted, retryDue, runFailedRetrying
+    case startAtLimitFull, startAtLimitFree, admitted, retryDue, runFailedRetrying, runFailedLastAttempt
+    case lastRunIsStale, runEndKept, refreshIsDue, runIsShared
 
     /// The machine's method the event calls.
     var method: String {
         switch self {
         case .declareEqual, .declareNew, .declareNewDebounced, .declareNewKeepRunning: return "declare"
-        case .runEndedCurrent, .runEndedCancelled, .runFailedRetrying: return "runEnded"
+        case .runEndedCurrent, .runEndedCancelled, .runFailedRetrying, .runFailedLastAttempt: return "runEnded"
+        case .startAtLimitFull, .startAtLimitFree: return "startAtLimit"
+        case .lastRunIsStale: return "isStale"
+        case .runEndKept: return "keepsEnd"
         case .removeAtShutdown: return "remove"
         default: return rawValue
         }
@@ -225,8 +232,13 @@ enum EventName: String, CaseIterable, Sendable {
             return machine.synchronousRunDue(generation: 1) ? "result=true" : ""
         case .runTimedOut:
             return describe(machine.runTimedOut(generation: 1, gate: due, counters: &counters))
-        case .startLimited:
-            return machine.startLimited(counters: &counters).map(describe) ?? "result=skip"
+        case .startAtLimitFull, .startAtLimitFree:
+            let occupancy = TaskStateMachine.LimitOccupancy(isFull: self == .startAtLimitFull, othersWait: false)
+            switch machine.startAtLimit(occupancy, counters: &counters) {
+            case .start: return "result=start"
+            case .movedOn: return "result=skip"
+            case .waitInQueue(let effects): return describe(effects)
+            }
         case .admitted:
             machine.admitted(counters: &counters)
             return ""
@@ -235,14 +247,34 @@ enum EventName: String, CaseIterable, Sendable {
         case .runFailedRetrying:
             return describe(
                 machine.runEnded(
-                    generation: 1, outcome: .failed, isShutDown: false, retryAt: 200, gate: due, counters: &counters))
+                    generation: 1, outcome: .failed, isShutDown: false, attempts: .init(made: 1, allowed: 3), gate: due,
+                    counters: &counters))
+        case .runFailedLastAttempt:
+            return describe(
+                machine.runEnded(
+                    generation: 1, outcome: .failed, isShutDown: false, attempts: .init(made: 3, allowed: 3), gate: due,
+                    counters: &counters))
+        case .lastRunIsStale:
+            // Ended at 0, stale after 50, declared again at 100.
+            let end = TaskStateMachine.RunEnd(generation: 1, at: 0)
+            return machine.isStale(lastEnd: end, staleAfter: 50, now: 100) ? "result=true" : ""
+        case .runEndKept:
+            let ended = TaskStateMachine.PhaseChange(generation: 1, phase: .finished)
+            return machine.keepsEnd(of: ended, isShutDown: false) ? "result=true" : ""
+        case .runIsShared:
+            machine.runIsShared()
+            return ""
+        case .refreshIsDue:
+            let end = TaskStateMachine.RunEnd(generation: 1, at: 0)
+            return machine.refreshIsDue(lastEnd: end, isShutDown: false) ? "result=true" : ""
         }
     }
 
     private func describe(_ effects: TaskStateMachine.Effects) -> String {
         var tokens: [String] = []
         if effects.stopThrottleTimer { tokens.append("stopThrottle") }
-        if effects.cancelTask { tokens.append("cancelTask") }
+        if effects.cancelled == .task { tokens.append("cancelTask") }
+        if effects.cancelled == .sharedRun { tokens.append("leaveShared") }
         if effects.dropTask { tokens.append("dropTask") }
         if effects.actionNeverCalled { tokens.append("actionNeverCalled") }
         if effects.dropPendingAction { tokens.append("dropPending") }

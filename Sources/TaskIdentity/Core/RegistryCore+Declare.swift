@@ -85,7 +85,7 @@ extension RegistryCore {
             releaseRareState(effects, on: record)
         }
         if effects.stopThrottleTimer { stopThrottleTimer(record) }
-        if effects.cancelTask {
+        if effects.cancelled == .task {
             record.runningTask?.cancel()
             record.runningTask = nil
         }
@@ -102,8 +102,8 @@ extension RegistryCore {
             armThrottle(record, until: until)
         case .queueStart:
             queueStart(record)
-        case .waitForRetry(let until):
-            armRetry(record, until: until)
+        case .waitForRetry(let attempt):
+            armRetry(record, attempt: attempt)
         }
         if let change = effects.waiting { publish(record, change) }
         #if TASKIDENTITY_INTERNAL_CHECKS

@@ -65,17 +65,15 @@ extension RegistryCore {
             log.trace("task '\(record.name)' generation \(generation) failed: \(error)")
         }
         if mayHaveRareState { givePlaceBack(record, generation: generation) }
-        var retryAt: UInt64 = 0
-        if case .failed = outcome, mayHaveRareState, let policy = record.options.retry,
-            record.state.isCurrentRun(generation)
-        {
-            retryAt = retryDeadline(record, generation: generation, policy: policy)
+        var attempts = TaskStateMachine.Attempts.none
+        if case .failed = outcome, mayHaveRareState, let policy = record.options.retry {
+            attempts = self.attempts(of: record, generation: generation, policy: policy)
         }
         let gate = gate(record)
         let isShutDown = isShutDown
         let effects = tally {
             record.state.runEnded(
-                generation: generation, outcome: outcome, isShutDown: isShutDown, retryAt: retryAt, gate: gate,
+                generation: generation, outcome: outcome, isShutDown: isShutDown, attempts: attempts, gate: gate,
                 counters: &$0)
         }
         if let ended = effects.endedRun, ended.phase == .failed {

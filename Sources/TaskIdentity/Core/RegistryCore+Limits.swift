@@ -3,26 +3,30 @@ import TaskLoopCore
 // Concurrency limits: the start pass's gate, the queue a run waits in, and the places given
 // back when runs stop.
 extension RegistryCore {
-    /// The start pass's gate for `record`, whose options have a concurrency limit: when its
-    /// runs are all taken, or others already wait, the queued generation waits in the limit's
-    /// queue and this returns true (nothing to start now). Apart from the hot path: most tasks
-    /// have no limit.
+    /// The start pass reached `record`, whose options have a concurrency limit (`queue`): the
+    /// state machine decides whether it starts now or waits in the queue. Returns true when
+    /// nothing starts now. Apart from the hot path: most tasks have no limit.
     @inline(never)
     func waitsForLimit(_ record: AnyTaskRecord, _ queue: LimitQueue) -> Bool {
-        guard queue.isFull || !queue.isEmpty else { return false }
-        // Nil: the queued generation moved on meanwhile, and nothing starts (as `startAllowed`).
-        guard let effects = tally({ record.state.startLimited(counters: &$0) }) else { return true }
-        // Last among its priority: the queue is ordered by when each slot's identity last
-        // changed, as the identity most likely to be kept is the one that has held longest.
-        // (The node of a replaced generation went with it, in `releaseRareState`.)
-        let priority = record.options.values.priority
-        let node = queue.join(record, priority: priority, now: unretainedLoop.now.nanoseconds)
-        record.makeRare().limitQueued = LimitQueueLink(queue: queue, priority: priority, node: node)
-        if trace != nil { trace(record, record.state.generation, .queued) }
-        carryOut(effects, on: record)
-        // Others were queued ahead of it, but a place is free: the head starts this turn.
-        if !queue.isFull { scheduleAdmission(queue) }
-        return true
+        let occupancy = TaskStateMachine.LimitOccupancy(isFull: queue.isFull, othersWait: !queue.isEmpty)
+        switch tally({ record.state.startAtLimit(occupancy, counters: &$0) }) {
+        case .start:
+            return false
+        case .movedOn:
+            return true
+        case .waitInQueue(let effects):
+            // Last among its priority: the queue is ordered by when each slot's identity last
+            // changed, as the identity most likely to be kept is the one that has held longest.
+            // (The node of a replaced generation went with it, in `releaseRareState`.)
+            let priority = record.options.values.priority
+            let node = queue.join(record, priority: priority, now: unretainedLoop.now.nanoseconds)
+            record.makeRare().limitQueued = LimitQueueLink(queue: queue, priority: priority, node: node)
+            if trace != nil { trace(record, record.state.generation, .queued) }
+            carryOut(effects, on: record)
+            // Others were queued ahead of it, but a place is free: the head starts this turn.
+            if !queue.isFull { scheduleAdmission(queue) }
+            return true
+        }
     }
 
     /// The run `generation` of `record` just started under `queue`'s limit: it holds a place

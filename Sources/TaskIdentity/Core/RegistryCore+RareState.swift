@@ -13,7 +13,7 @@ extension RegistryCore {
         // A generation that ended, or was replaced, has no attempt left to make.
         if effects.endedRun != nil || effects.endedPending != nil { dropRetryState(rare) }
         if let ended = effects.endedRun {
-            if effects.cancelTask && !rare.sharedRuns.isEmpty { leaveSharedRun(record, generation: ended.generation) }
+            if effects.cancelled == .sharedRun { leaveSharedRun(record, generation: ended.generation) }
             if rare.refresh != nil { refreshAfterEnd(record, ended) }
             dropTimeLimit(rare)
             if effects.actionNeverCalled { givePlaceBack(record, generation: ended.generation) }

@@ -36,34 +36,35 @@ extension RegistryCore {
         return state.attempt
     }
 
-    /// When the current run `generation` of `record`, which just failed, is tried again (loop
-    /// nanoseconds), or 0 when its policy has no attempt left (or no state: it never started
-    /// under a policy). Counts the next attempt.
+    /// The attempts of the run `generation` of `record`, which just failed under `policy`, for
+    /// the state machine to decide whether it is tried again (none when the run never started
+    /// under a policy).
     @inline(never)
-    func retryDeadline(_ record: AnyTaskRecord, generation: UInt64, policy: RetryPolicy) -> UInt64 {
-        guard let state = record.rare?.retry, state.generation == generation,
-            state.attempt < policy.maxAttempts
-        else { return 0 }
-        state.attempt += 1
-        var wait = UInt64(policy.delay(beforeAttempt: state.attempt).clampedNanoseconds)
+    func attempts(
+        of record: AnyTaskRecord, generation: UInt64, policy: RetryPolicy
+    ) -> TaskStateMachine.Attempts {
+        guard let state = record.rare?.retry, state.generation == generation else { return .none }
+        return TaskStateMachine.Attempts(made: state.attempt, allowed: policy.maxAttempts)
+    }
+
+    /// `record` waits to be tried again, as its `attempt`: it gets its action back, and its
+    /// retry timer is armed for the policy's wait before that attempt.
+    func armRetry(_ record: AnyTaskRecord, attempt: Int) {
+        // The failed attempt's time limit goes with it: the next attempt, a run of the same
+        // generation, arms its own.
+        guard let rare = record.rare else { return }
+        dropTimeLimit(rare)
+        guard let state = rare.retry, let policy = record.options.retry else { return }
+        state.attempt = attempt
+        record.pendingAction = state.body
+        var wait = UInt64(policy.delay(beforeAttempt: attempt).clampedNanoseconds)
         if policy.jitter > 0 && wait > 0 {
             // Up to `jitter` of the wait taken off, uniformly.
             let cut = Double(wait) * policy.jitter * Double.random(in: 0..<1)
             wait -= min(UInt64(cut), wait)
         }
-        // Never 0: 0 means "no retry" to the state machine.
-        return max(LoopInstant.nanoseconds(unretainedLoop.now.nanoseconds, plus: wait), 1)
-    }
-
-    /// `record` waits to be tried again at `deadline`: it gets its action back, and its retry
-    /// timer is armed.
-    func armRetry(_ record: AnyTaskRecord, until deadline: UInt64) {
-        // The failed attempt's time limit goes with it: the next attempt, a run of the same
-        // generation, arms its own.
-        guard let rare = record.rare else { return }
-        dropTimeLimit(rare)
-        guard let state = rare.retry else { return }
-        record.pendingAction = state.body
+        let deadline = LoopInstant.nanoseconds(unretainedLoop.now.nanoseconds, plus: wait)
+        if trace != nil { trace(record, record.state.generation, .windowOpened(.retry, until: deadline)) }
         armTaskTimer(&state.timer, of: record, at: deadline, purpose: "retry") { core, record in
             let wasHeld = record.state.pending
             let effects = record.state.retryDue(gate: core.gate(record, now: core.loop.now.nanoseconds))

@@ -34,6 +34,7 @@ extension RegistryCore {
     /// Starts the run `generation` of `record`, whose template shares runs: it joins a run of
     /// the same action and an equal identity under way, or starts one that others may join.
     func startShared(_ record: AnyTaskRecord, generation: UInt64, _ action: any KeyedTaskAction) {
+        record.state.runIsShared()
         let key = SharedRunKey(action: ObjectIdentifier(action), identity: AnyHashable(record.identity))
         if let run = sharedRuns.run(for: key) {
             run.members.append((record, generation))

@@ -101,7 +101,7 @@ extension RegistryCore {
         if let queue = limitQueue, !admitted, !joinsSharedRun, waitsForLimit(record, queue) { return }
         let kind: TaskStateMachine.ActiveKind
         switch record.pendingAction {
-        case .task?, .keyedTask?: kind = .task
+        case .task?, .keyedTask?: kind = .task  // a shared run says so when it starts (`runIsShared`)
         case .synchronous?: kind = record.options.synchronousQueue == nil ? .synchronousExecuting : .synchronousDelayed
         case nil: kind = .task  // nothing pending: the machine skips it
         }

@@ -21,9 +21,8 @@ extension RegistryCore {
             trace(record, record.state.generation, .windowOpened(.debounce, until: deadline))
         case .waitForThrottle(let until):
             trace(record, record.state.generation, .windowOpened(.throttle, until: until))
-        case .waitForRetry(let until):
-            trace(record, record.state.generation, .windowOpened(.retry, until: until))
-        case .none, .waitForPrevious, .queueStart:
+        case .none, .waitForPrevious, .queueStart, .waitForRetry:
+            // A retry's window is traced where its wait is known (`armRetry`).
             break
         }
     }

@@ -23,8 +23,9 @@ extension TaskStateMachine {
         case waitForPrevious
         /// Append the record to the start queue (it was not in it; it is now).
         case queueStart
-        /// Arm the task's retry timer for `until`, and give the record its action back.
-        case waitForRetry(until: UInt64)
+        /// Count `attempt` as the generation's next, arm the task's retry timer for its wait,
+        /// and give the record its action back.
+        case waitForRetry(attempt: Int)
     }
 
     /// What the core carries out after an event, in this order: stop the throttle timer,
@@ -32,8 +33,8 @@ extension TaskStateMachine {
     struct Effects {
         /// The pending generation was held by throttle and no longer is: stop its timer.
         var stopThrottleTimer = false
-        /// The current run's Swift task was cancelled: cancel it and drop the handle.
-        var cancelTask = false
+        /// The current run was cancelled, and what that asks of the core.
+        var cancelled = CancelledRun.none
         /// The current run ended (or was cancelled): drop its task handle.
         var dropTask = false
         /// A pending generation that ended without starting.
@@ -48,6 +49,16 @@ extension TaskStateMachine {
         /// The current run was a delayed synchronous run, cancelled before its action was
         /// called: it stopped running now, where other runs stop when their action returns.
         var actionNeverCalled = false
+    }
+
+    /// What cancelling the current run asks of the core.
+    enum CancelledRun: UInt8 {
+        case none
+        /// Its own Swift task: cancel it and drop the handle.
+        case task
+        /// A shared run (`sharedTask`): the slot leaves it, and the last to leave cancels its
+        /// task.
+        case sharedRun
     }
 
     /// The conditions a pending generation may start under.
@@ -169,20 +180,13 @@ extension TaskStateMachine {
         return generation
     }
 
-    /// The start pass reached this record, and its concurrency limit is full (or others wait
-    /// in its queue): the queued generation waits in the limit's queue, phase `waiting`, until
-    /// `admitted`. Returns nil, with nothing changed but leaving the start queue, when the
-    /// queued generation has since moved on (as `startAllowed`).
-    mutating func startLimited(counters: inout RegistryCounters) -> Effects? {
-        check(inStartQueue, "startLimited")
-        inStartQueue = false
-        guard case .waiting(.startQueued) = stage else { return nil }
-        stage = .waiting(.startLimited)
-        counters.queued &+= 1
-        counters.queueLength &+= 1
-        var effects = Effects()
-        publishWaitingOnce(into: &effects)
-        return effects
+    /// The run that just started (`startAllowed`, as a `task`) is a shared run: its template
+    /// shares runs, and it leads one or joins one (`sharedTask`). Apart from `startAllowed`, so
+    /// that starting any other run decides nothing more (about 10 instructions a W1 change).
+    mutating func runIsShared() {
+        guard case .running(var run) = stage, run.kind == .task else { impossible("runIsShared") }
+        run.kind = .sharedTask
+        stage = .running(run)
     }
 
     /// A run of the concurrency limit ended and this generation, at the head of its queue,
@@ -216,12 +220,13 @@ extension TaskStateMachine {
     /// A run's action ended: its Swift task returned, or its synchronous action was called.
     /// The current run ends with `outcome`; a cancelled one only stops being counted. A
     /// generation waiting for it may then start.
-    /// `retryAt` (loop nanoseconds; 0 for none) is when a failure of the current run is tried
-    /// again, if the task's retry policy has an attempt left: a failed current run with nothing
-    /// pending beside it then waits (`retrying`), its generation still live.
+    /// `attempts` are those of the current run's generation under its task's retry policy
+    /// (`.none` without one): a failed current run with nothing pending beside it and an
+    /// attempt left does not end, but waits to be tried again (`retrying`), its generation
+    /// still live.
     @inline(__always)
     mutating func runEnded(
-        generation: UInt64, outcome: Outcome, isShutDown: Bool, retryAt: UInt64 = 0, gate: StartGate,
+        generation: UInt64, outcome: Outcome, isShutDown: Bool, attempts: Attempts = .none, gate: StartGate,
         counters: inout RegistryCounters
     ) -> Effects {
         var effects = Effects()
@@ -234,14 +239,16 @@ extension TaskStateMachine {
         case .waiting(.held(let waiting)): held = waiting
         case .quiet, .waiting(.startQueued), .waiting(.startLimited), .waiting(.retrying), .removed: break
         }
-        if let current = run, runGeneration == generation, retryAt != 0, case .failed = outcome, held == nil {
+        if let current = run, runGeneration == generation, attempts.made < attempts.allowed, case .failed = outcome,
+            held == nil
+        {
             check(current.kind != .synchronousDelayed, "runEnded")
             stage = .waiting(.retrying)
             effects.dropTask = true
             counters.retries &+= 1
             phase = .waiting
             effects.waiting = PhaseChange(generation: generation, phase: .waiting)
-            effects.next = .waitForRetry(until: retryAt)
+            effects.next = .waitForRetry(attempt: attempts.made + 1)
             return effects
         }
         if let current = run, runGeneration == generation {

@@ -71,7 +71,10 @@ extension TaskStateMachine {
         switch run.kind {
         case .task:
             endingRuns &+= 1
-            effects.cancelTask = true
+            effects.cancelled = .task
+        case .sharedTask:
+            endingRuns &+= 1  // ends when the shared task does
+            effects.cancelled = .sharedRun
         case .synchronousExecuting:
             endingRuns &+= 1  // ends when its action returns
             effects.dropTask = true

@@ -99,6 +99,10 @@ struct TaskStateMachine: Sendable, CustomStringConvertible {
     enum ActiveKind: UInt8, Sendable {
         /// A Swift task.
         case task
+        /// A run of a template that shares runs (`sharesRuns: true`): a Swift task that serves
+        /// every slot in it, this one's own or one it joined. Cancelled, the slot leaves it, and
+        /// only the last slot to leave cancels the task.
+        case sharedTask
         /// A synchronous run waiting out its delay; its action has not been called.
         case synchronousDelayed
         /// A synchronous run whose action is executing now, on the loop thread.
