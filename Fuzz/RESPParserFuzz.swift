@@ -7,7 +7,7 @@
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzRESPParser(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let bytes = Array(UnsafeBufferPointer(start: data, count: size))
-    let limits = RESPLimits(maxRequestBytes: 4096, maxArguments: 64)
+    let limits = RESPLimits(maxBulkBytes: 1024, maxQueryBufferBytes: 4096, maxArguments: 64)
     var parser = RESPParser(limits: limits)
     let split = bytes.isEmpty ? 0 : Int(bytes[0]) % (bytes.count + 1)
     for piece in [bytes[..<split], bytes[split...]] {
@@ -17,7 +17,8 @@ public func fuzzRESPParser(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
             while try parser.next(into: &request) {
                 precondition(!request.isEmpty, "an empty request was returned")
                 precondition(request.count <= limits.maxArguments, "argument limit exceeded")
-                precondition(request.reduce(0) { $0 + $1.count } <= limits.maxRequestBytes, "size limit exceeded")
+                precondition(request.reduce(0) { $0 + $1.count } <= limits.maxQueryBufferBytes, "size limit exceeded")
+                precondition(request.allSatisfy { $0.count <= limits.maxBulkBytes }, "bulk limit exceeded")
             }
         } catch {
             return 0  // a protocol error closes the connection; nothing more is parsed

@@ -39,8 +39,13 @@ struct TCPLoopbackTests {
             #expect(client.isOpen, "connect: the client's connection should be open")
             #expect(server.isOpen, "accept: the accepted connection should be open")
 
-            // TCPConnection exposes neither end's address: a byte each way shows that the accepted
-            // connection is the client's peer.
+            progress.begin("each end's peer address")
+            let clientSeen = try #require(server.peerAddress, "peerAddress: an open connection's peer is known")
+            #expect(clientSeen.host == "127.0.0.1" && clientSeen.isLoopback)
+            #expect(client.peerAddress?.port == port, "peerAddress: the client's peer is the listener's port")
+            #expect(clientSeen.description == "127.0.0.1:\(clientSeen.port)")
+
+            // A byte each way shows that the accepted connection is the client's peer.
             progress.begin("client sends a byte to the accepted connection")
             try await client.write([1])
             #expect(try await server.read() == [1], "server read: should get the client's byte")
@@ -55,6 +60,7 @@ struct TCPLoopbackTests {
             client.close()
             server.close()
             #expect(!client.isOpen && !server.isOpen, "connection close: both ends should report closed")
+            #expect(server.peerAddress == nil, "peerAddress: nil once closed")
         }
     }
 

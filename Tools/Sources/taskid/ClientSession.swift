@@ -12,6 +12,9 @@ struct ClientSession {
     /// Reply bytes queued on the connection and not yet sent when the current command began,
     /// which count against the output limit with its reply (`TASK.TRACE`).
     var unsentReplyBytes = 0
+    /// Since when (`MonotonicClock` nanoseconds) the replies queued for it have stayed above
+    /// the soft output limit; nil while they are under it.
+    var overSoftOutputLimitSince: UInt64?
 
     init(id: UInt64) { self.id = id }
 

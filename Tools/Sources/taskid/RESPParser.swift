@@ -6,17 +6,23 @@
 /// Limits that keep one client from making the server allocate without bound. A value type;
 /// any thread.
 struct RESPLimits: Sendable, Equatable {
-    /// The default of `maxRequestBytes`: 512 MiB, Redis's largest bulk string
-    /// (`proto-max-bulk-len`). Memory is taken as bytes arrive, never ahead of them.
-    static let defaultMaxRequestBytes = 512 << 20
+    /// The default of `maxBulkBytes`: 512 MiB, Redis's `proto-max-bulk-len`.
+    static let defaultMaxBulkBytes = 512 << 20
+    /// The default of `maxQueryBufferBytes`: 1 GiB, Redis's `client-query-buffer-limit`.
+    static let defaultMaxQueryBufferBytes = 1 << 30
     /// The default of `maxArguments`: Redis's own limit on a request's arguments (`INT_MAX`).
-    /// In practice `maxRequestBytes` bounds a request first (each argument takes 6 bytes at least).
+    /// In practice `maxQueryBufferBytes` bounds a request first (each argument takes 6 bytes
+    /// at least).
     static let defaultMaxArguments = Int(Int32.max)
     /// The longest inline command (a line without `*`): 64 KiB, as Redis.
     static let maxInlineBytes = 64 * 1024
 
-    /// The most bytes one request (all its arguments and framing) may take.
-    var maxRequestBytes: Int = Self.defaultMaxRequestBytes
+    /// The longest one argument (bulk string) may be (`--proto-max-bulk-len`).
+    var maxBulkBytes: Int = Self.defaultMaxBulkBytes
+    /// The most bytes a client's requests may hold in the parser's buffer, received and not
+    /// yet executed (`--client-query-buffer-limit`): bounds one request, all its arguments and
+    /// framing included, and memory is taken as bytes arrive, never ahead of them.
+    var maxQueryBufferBytes: Int = Self.defaultMaxQueryBufferBytes
     /// The most arguments one request may have, the command's name included.
     var maxArguments: Int = Self.defaultMaxArguments
 }
@@ -72,6 +78,19 @@ struct RESPParser {
         buffer.append(contentsOf: bytes)
     }
 
+    /// Frees the buffer when every byte in it has been consumed and it is larger than
+    /// `keptCapacity`: a connection that sent one 100 MiB request keeps no 100 MiB buffer while
+    /// it idles. Call it with no slice of the last request alive (they share the buffer).
+    mutating func releaseConsumedBuffer() {
+        guard position == buffer.count, buffer.capacity > Self.keptCapacity else { return }
+        buffer = []
+        position = 0
+    }
+
+    /// The largest buffer kept between requests: a burst of small requests reuses it. Any
+    /// thread.
+    static let keptCapacity = 1 << 20
+
     /// Bytes received and not yet consumed by a complete request.
     var pendingBytes: Int { buffer.count - position }
 
@@ -97,8 +116,8 @@ struct RESPParser {
                 }
             }
             // An inline command ends at LF, with or without CR before it (as Redis). It is a
-            // request too: `maxRequestBytes` bounds it when that is the tighter limit.
-            let inlineLimit = min(RESPLimits.maxInlineBytes, limits.maxRequestBytes)
+            // request too: the query buffer's limit bounds it when that is the tighter one.
+            let inlineLimit = min(RESPLimits.maxInlineBytes, limits.maxQueryBufferBytes)
             guard let newline = buffer[(position + inlineScanned)...].firstIndex(of: UInt8(ascii: "\n")) else {
                 inlineScanned = pendingBytes
                 if pendingBytes > inlineLimit {
@@ -118,6 +137,11 @@ struct RESPParser {
             return true
         }
         return false
+    }
+
+    private func queryBufferFull() -> RESPProtocolError {
+        RESPProtocolError(
+            message: "request larger than the client query buffer limit (\(limits.maxQueryBufferBytes) bytes)")
     }
 
     private func tooManyArguments(_ count: Int) -> RESPProtocolError {
@@ -226,9 +250,9 @@ struct RESPParser {
                 throw RESPProtocolError(message: "invalid bulk length")
             }
             let dataStart = lengthEnd + 2
-            guard length <= limits.maxRequestBytes, dataStart + length + 2 - position <= limits.maxRequestBytes else {
-                throw RESPProtocolError(message: "request larger than \(limits.maxRequestBytes) bytes")
-            }
+            // Redis's answers: a bulk past `proto-max-bulk-len` is an invalid length.
+            guard length <= limits.maxBulkBytes else { throw RESPProtocolError(message: "invalid bulk length") }
+            guard dataStart + length + 2 - position <= limits.maxQueryBufferBytes else { throw queryBufferFull() }
             guard dataStart + length + 2 <= buffer.count else { return try needMore(&arguments, count, parsed, cursor) }
             guard buffer[dataStart + length] == UInt8(ascii: "\r"), buffer[dataStart + length + 1] == UInt8(ascii: "\n")
             else {
@@ -270,9 +294,7 @@ struct RESPParser {
     private mutating func needMore(
         _ arguments: inout [ArraySlice<UInt8>], _ count: Int, _ parsed: Int, _ cursor: Int
     ) throws(RESPProtocolError) -> ArrayOutcome {
-        if pendingBytes > limits.maxRequestBytes {
-            throw RESPProtocolError(message: "request larger than \(limits.maxRequestBytes) bytes")
-        }
+        if pendingBytes > limits.maxQueryBufferBytes { throw queryBufferFull() }
         // A large array of slices is let go rather than kept empty: 32 bytes per argument.
         if arguments.capacity > 1024 { arguments = [] } else { arguments.removeAll(keepingCapacity: true) }
         partial = PartialArray(declaredCount: count, parsedArguments: parsed, cursor: cursor - position)

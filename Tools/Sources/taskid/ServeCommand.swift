@@ -102,8 +102,41 @@ struct ServeCommand: AsyncParsableCommand {
     var maxClients = 10_000
 
     @Option(
-        parsing: .unconditional, help: "Largest request accepted, in bytes (Redis's proto-max-bulk-len).")
-    var maxRequestBytes = RESPLimits.defaultMaxRequestBytes
+        help: ArgumentHelp(
+            """
+            Longest argument (bulk string) a request may have, as Redis's proto-max-bulk-len; sizes take \
+            Redis's units (512mb). Default: 512mb, or --client-query-buffer-limit if that is lower.
+            """,
+            valueName: "bytes"))
+    var protoMaxBulkLen: ByteCount?
+
+    @Option(
+        help: ArgumentHelp(
+            """
+            Most bytes of requests a client may have received and not yet executed, so the \
+            largest request with its framing, as Redis's client-query-buffer-limit; a client past it is \
+            answered an error and disconnected.
+            """,
+            valueName: "bytes"))
+    var clientQueryBufferLimit = ByteCount(RESPLimits.defaultMaxQueryBufferBytes)
+
+    @Option(
+        parsing: .unconditional,
+        help: ArgumentHelp(
+            "Deprecated: --client-query-buffer-limit, which is what it always counted (the whole request).",
+            valueName: "bytes"))
+    var maxRequestBytes: Int?
+
+    @Option(
+        help: ArgumentHelp(
+            """
+            Limits on the replies queued for a client that does not read them, as Redis's \
+            client-output-buffer-limit for normal clients: 'HARD SOFT SECONDS'. Past HARD bytes the \
+            client is disconnected at once; above SOFT bytes for SECONDS on end, too; 0 turns a \
+            limit off. Each disconnect is logged with the client's address.
+            """,
+            valueName: "hard soft seconds"))
+    var clientOutputBufferLimit = OutputBufferLimit.standard
 
     @Option(
         parsing: .unconditional, help: "Most arguments one request may have, its command name included (Redis's limit)."
@@ -192,6 +225,15 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "Least severe log message written to standard error.")
     var logLevel = LogLevelArgument.info
 
+    /// The query buffer's limit: `--client-query-buffer-limit`, or the deprecated
+    /// `--max-request-bytes` when only that is given. Any thread.
+    var queryBufferLimit: Int {
+        if let maxRequestBytes, clientQueryBufferLimit.bytes == RESPLimits.defaultMaxQueryBufferBytes {
+            return maxRequestBytes
+        }
+        return clientQueryBufferLimit.bytes
+    }
+
     /// Refuses values out of range, with the option's name and its range, and a `--trace` file
     /// that could not be written at shutdown (see `TraceFileTarget`). Integer options take the
     /// next word whatever it is, so that `--loops -1` is refused as out of range rather than
@@ -211,7 +253,16 @@ struct ServeCommand: AsyncParsableCommand {
         try check("--timeout-ms", timeoutMilliseconds, in: 0...86_400_000)
         try check("--max-running", maxRunning, in: 0...1_000_000)
         try check("--max-clients", maxClients, in: 1...1_000_000)
-        try check("--max-request-bytes", maxRequestBytes, in: 64...(1 << 30))
+        if let maxRequestBytes { try check("--max-request-bytes", maxRequestBytes, in: 64...(1 << 30)) }
+        try check("--client-query-buffer-limit", queryBufferLimit, in: 64...(1 << 40))
+        if let protoMaxBulkLen {
+            try check("--proto-max-bulk-len", protoMaxBulkLen.bytes, in: 1...(1 << 40))
+            guard protoMaxBulkLen.bytes <= queryBufferLimit else {
+                throw ValidationError(
+                    "--proto-max-bulk-len (\(protoMaxBulkLen)) is larger than --client-query-buffer-limit "
+                        + "(\(ByteCount(queryBufferLimit))): no request could carry such an argument")
+            }
+        }
         try check("--max-arguments", maxArguments, in: 1...Int(Int32.max))
         try check("--max-transaction-bytes", maxTransactionBytes, in: 64...TransactionQueue.largestCapacity)
         try check("--drain-timeout-ms", drainTimeoutMilliseconds, in: 0...3_600_000)
@@ -339,7 +390,10 @@ struct ServeCommand: AsyncParsableCommand {
             configuration.maxRunning = maxRunning
             configuration.work = work
             configuration.maxClients = maxClients
-            configuration.requestLimits = RESPLimits(maxRequestBytes: maxRequestBytes, maxArguments: maxArguments)
+            configuration.requestLimits = RESPLimits(
+                maxBulkBytes: protoMaxBulkLen?.bytes ?? min(RESPLimits.defaultMaxBulkBytes, queryBufferLimit),
+                maxQueryBufferBytes: queryBufferLimit, maxArguments: maxArguments)
+            configuration.outputBufferLimit = clientOutputBufferLimit
             configuration.maxTransactionBytes = maxTransactionBytes
             configuration.drainTimeoutMilliseconds = drainTimeoutMilliseconds
             configuration.upstreamConnectTimeoutMilliseconds = upstreamConnectTimeoutMilliseconds
@@ -361,6 +415,9 @@ struct ServeCommand: AsyncParsableCommand {
             return handler
         }
         let logger = Logger(label: "taskid")
+        if maxRequestBytes != nil {
+            logger.warning("--max-request-bytes is deprecated: use --client-query-buffer-limit (the same limit)")
+        }
         var services: [any Service] = []
         #if OTLP
             // Before the server's registry is made: it takes the tracer bootstrapped then. First

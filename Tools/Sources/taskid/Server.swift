@@ -303,7 +303,7 @@ final class RegistryServer: Sendable {
                 }
                 // A long burst: send what is ready, then let the loop serve the other clients
                 // before going on, so one client's pipeline delays them by one batch at most.
-                guard keepOpen, sendReplies(&output, to: connection) else { break }
+                guard keepOpen, sendReplies(&output, to: connection, session: &session) else { break }
                 gate?.leave()
                 front.value.commandsProcessed &+= executedThisTurn
                 executedThisTurn = 0
@@ -313,13 +313,14 @@ final class RegistryServer: Sendable {
             gate?.leave()
             front.value.commandsProcessed &+= executedThisTurn  // once per turn, not per request
             request.removeAll(keepingCapacity: true)  // release the slices before the next feed
+            parser.releaseConsumedBuffer()
             if !keepOpen {
                 // The last replies (QUIT's +OK, a protocol error) must reach the client before
                 // the connection closes: closing cancels writes still queued.
                 try? await connection.write(output)
                 return
             }
-            guard sendReplies(&output, to: connection) else {
+            guard sendReplies(&output, to: connection, session: &session) else {
                 noteDroppedWhileDraining(connection)
                 return
             }
@@ -343,17 +344,47 @@ final class RegistryServer: Sendable {
         front.value.droppedWhileDraining.droppedBytes += connection.queuedWriteBytes
     }
 
-    /// Sends the replies gathered so far; false when the connection must be dropped. Front
-    /// loop only.
-    private func sendReplies(_ output: inout [UInt8], to connection: TCPConnection) -> Bool {
+    /// Sends the replies gathered so far; false when the connection must be dropped: the send
+    /// failed, or the replies queued for it passed an output limit (logged). Front loop only.
+    private func sendReplies(
+        _ output: inout [UInt8], to connection: TCPConnection, session: inout ClientSession
+    ) -> Bool {
         if !output.isEmpty {
-            // Replies to a pipelined batch leave together, in order.
+            // Replies to a pipelined batch leave together, in order. What the socket does not
+            // take now is queued as these very bytes: the reply is not copied again.
             do { try connection.send(output) } catch { return false }
-            output.removeAll(keepingCapacity: true)
+            // A large batch's buffer is let go rather than kept for the next (the queued write
+            // still holds it until written): an idle client keeps no copy of a 512 MiB reply.
+            if output.capacity > Self.keptOutputCapacity {
+                output = []
+            } else {
+                output.removeAll(keepingCapacity: true)
+            }
         }
         // A client that stopped reading its replies cannot be told, only dropped.
-        return connection.queuedWriteBytes <= configuration.maxOutputBytes
+        let queued = connection.queuedWriteBytes
+        guard
+            let passed = configuration.outputBufferLimit.exceeded(
+                queuedBytes: queued, now: MonotonicClock.nanoseconds(),
+                overSoftSince: &session.overSoftOutputLimitSince)
+        else { return true }
+        let limit = configuration.outputBufferLimit
+        let which =
+            passed == .hard
+            ? "hard limit \(ByteCount(limit.hardBytes))"
+            : "soft limit \(ByteCount(limit.softBytes)) for \(limit.softSeconds) s"
+        logger.warning(
+            "client disconnected: its unread replies passed the output buffer's \(which)",
+            metadata: [
+                "client": "\(session.id)", "address": "\(connection.peerAddress.map { "\($0)" } ?? "unknown")",
+                "queued_bytes": "\(queued)",
+            ])
+        return false
     }
+
+    /// The largest reply buffer a client keeps between batches (a batch of small replies
+    /// reuses it); a larger one is freed once sent. Any thread.
+    static let keptOutputCapacity = 1 << 20
 
     /// Requests one client may run before the others get a turn: enough that a pipelined SET
     /// burst (redis-benchmark -P 16 and far beyond) never pauses. Any thread.

@@ -48,7 +48,8 @@ struct ServerConfiguration: Sendable, Equatable {
     var maxRunning = 0
     var work = ServerWork.sleep(milliseconds: 10)
     var maxClients = 10_000
-    /// The largest request and the most arguments one request may have (`--max-request-bytes`,
+    /// The longest argument, the most request bytes a client may hold unexecuted, and the most
+    /// arguments one request may have (`--proto-max-bulk-len`, `--client-query-buffer-limit`,
     /// `--max-arguments`); Redis's limits by default.
     var requestLimits = RESPLimits()
     /// The most bytes one client's `MULTI` queue may account for (its commands' bytes plus 4 per
@@ -56,8 +57,9 @@ struct ServerConfiguration: Sendable, Equatable {
     var maxTransactionBytes = Self.defaultMaxTransactionBytes
     /// The default of `maxTransactionBytes`: 64 MiB (about a million queued `SET`s).
     static let defaultMaxTransactionBytes = 64 << 20
-    /// Replies queued for a client that does not read them, past which it is disconnected.
-    var maxOutputBytes = 8 << 20
+    /// The limits on replies queued for a client that does not read them, past which it is
+    /// disconnected (`--client-output-buffer-limit`).
+    var outputBufferLimit = OutputBufferLimit.standard
     /// How long a graceful stop waits for clients to take the replies they are owed.
     var drainTimeoutMilliseconds = 5_000
     /// `--work upstream:`: time-outs for connecting and for the reply, and the most upstream

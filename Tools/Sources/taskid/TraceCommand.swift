@@ -53,14 +53,21 @@ extension RegistryServer {
     }
 
     /// The events `TASK.TRACE START` records in all, over every shard, when not told: a full
-    /// trace of them is about 4 MB of JSON (110 to 130 bytes an event), within the default
-    /// 8 MiB output limit, so `DUMP` and `STOP` can send it. Any thread.
+    /// trace of them is about 4 MB of JSON (110 to 130 bytes an event), far within the default
+    /// output limit, so `DUMP` and `STOP` can send it. Any thread.
     static let clientTraceEvents = 32_768
 
     /// The fewest reply bytes a trace event is counted at before the trace is copied: a
-    /// trace of more than `maxOutputBytes / traceBytesPerEvent` events (131,072 at the
-    /// default 8 MiB) is refused at once. A rendered event takes 110 to 130 bytes. Any thread.
+    /// trace of more than the output hard limit over `traceBytesPerEvent` events is refused at
+    /// once. A rendered event takes 110 to 130 bytes. Any thread.
     static let traceBytesPerEvent = 64
+
+    /// The most reply bytes a client may have queued: the output buffer's hard limit, or no
+    /// limit without one. Any thread.
+    private var replyByteLimit: Int {
+        let hard = configuration.outputBufferLimit.hardBytes
+        return hard > 0 ? hard : Int.max
+    }
 
     /// Replies the trace for `DUMP` (and for `STOP`, which then stops it), or an error when it
     /// would not fit the client's output limit (less what is still unsent on the connection):
@@ -72,7 +79,8 @@ extension RegistryServer {
         stopping: Bool, version: RESPVersion, unsentBytes: Int, into out: inout [UInt8]
     ) async throws {
         // Replies still unsent on the connection count against the limit with this one.
-        let room = max(0, configuration.maxOutputBytes - unsentBytes - out.count)
+        let limit = replyByteLimit
+        let room = max(0, limit - unsentBytes - out.count)
         guard let count = try await registry.traceEventCount() else {
             RESPReply.null(version, into: &out)
             return
@@ -82,7 +90,7 @@ extension RegistryServer {
         guard count <= maxEvents else {
             RESPReply.error(
                 "ERR the trace holds \(count) events, more than the \(maxEvents) a reply within the client "
-                    + "output limit (\(configuration.maxOutputBytes) bytes) may hold; \(advice)", into: &out)
+                    + "output limit (\(limit) bytes) may hold; \(advice)", into: &out)
             return
         }
         let registry = self.registry
@@ -96,7 +104,7 @@ extension RegistryServer {
         guard replyBytes <= room else {
             RESPReply.error(
                 "ERR the trace is \(replyBytes) bytes as JSON, more than the client output limit "
-                    + "(\(configuration.maxOutputBytes) bytes); \(advice)", into: &out)
+                    + "(\(limit) bytes); \(advice)", into: &out)
             return
         }
         if stopping { _ = try await Task.detached { try await registry.stopTrace() }.value }

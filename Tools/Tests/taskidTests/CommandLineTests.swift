@@ -17,7 +17,8 @@ struct CommandLineTests {
     @Test func everyOptionReachesTheConfiguration() throws {
         let command = try ServeCommand.parse([
             "--host", "::1", "--port", "0", "--loops", "3", "--debounce-ms", "50", "--work", "task-sleep:7",
-            "--max-clients", "5", "--max-request-bytes", "4096", "--log-level", "debug", "--max-arguments", "77",
+            "--max-clients", "5", "--client-query-buffer-limit", "4kb", "--proto-max-bulk-len", "1000",
+            "--client-output-buffer-limit", "10mb 1mb 5", "--log-level", "debug", "--max-arguments", "77",
             "--drain-timeout-ms", "250", "--upstream-connect-timeout-ms", "11", "--upstream-reply-timeout-ms", "12",
             "--upstream-max-connections", "13", "--max-transaction-bytes", "1000", "--timeout-ms", "30",
             "--max-running", "64",
@@ -31,7 +32,8 @@ struct CommandLineTests {
         expected.maxRunning = 64
         expected.work = .taskSleep(milliseconds: 7)
         expected.maxClients = 5
-        expected.requestLimits = RESPLimits(maxRequestBytes: 4096, maxArguments: 77)
+        expected.requestLimits = RESPLimits(maxBulkBytes: 1000, maxQueryBufferBytes: 4096, maxArguments: 77)
+        expected.outputBufferLimit = OutputBufferLimit(hardBytes: 10 << 20, softBytes: 1 << 20, softSeconds: 5)
         expected.drainTimeoutMilliseconds = 250
         expected.upstreamConnectTimeoutMilliseconds = 11
         expected.upstreamReplyTimeoutMilliseconds = 12
@@ -39,6 +41,39 @@ struct CommandLineTests {
         expected.maxTransactionBytes = 1000
         #expect(try command.serverConfiguration == expected)
         #expect(command.logLevel.level == .debug)
+    }
+
+    /// `--max-request-bytes` always counted the whole request: it stays, deprecated, as
+    /// `--client-query-buffer-limit`, and the new name wins when both are given.
+    @Test func theOldRequestLimitIsTheQueryBufferLimit() throws {
+        let old = try ServeCommand.parse(["--max-request-bytes", "4096"])
+        #expect(try old.serverConfiguration.requestLimits.maxQueryBufferBytes == 4096)
+        let both = try ServeCommand.parse(["--max-request-bytes", "4096", "--client-query-buffer-limit", "8kb"])
+        #expect(try both.serverConfiguration.requestLimits.maxQueryBufferBytes == 8192)
+        #expect(try both.serverConfiguration.requestLimits.maxBulkBytes == 8192, "the bulk limit follows, unless given")
+    }
+
+    /// Sizes as Redis writes them: k, m, g are powers of 1000; kb, mb, gb of 1024; any case.
+    @Test(arguments: [
+        ("4096", 4096), ("1k", 1_000), ("1kb", 1024), ("512mb", 512 << 20), ("1GB", 1 << 30), ("2m", 2_000_000),
+        ("3g", 3_000_000_000), ("0", 0), ("7b", 7),
+    ])
+    func sizesTakeRedisUnits(text: String, bytes: Int) {
+        #expect(ByteCount(parsing: text)?.bytes == bytes)
+    }
+
+    @Test(arguments: ["", "mb", "-1", "1.5mb", "1 mb", "1tb", "99999999999999999999", "9223372036854775807kb"])
+    func aSizeThatIsNotOneIsRefused(text: String) {
+        #expect(ByteCount(parsing: text) == nil)
+    }
+
+    @Test func theOutputLimitTakesRedisFormWithOrWithoutItsClass() {
+        let limit = OutputBufferLimit(hardBytes: 256 << 20, softBytes: 64 << 20, softSeconds: 60)
+        #expect(OutputBufferLimit(argument: "256mb 64mb 60") == limit)
+        #expect(OutputBufferLimit(argument: "normal 256mb 64mb 60") == limit)
+        #expect(OutputBufferLimit(argument: "0 0 0") == OutputBufferLimit(hardBytes: 0, softBytes: 0, softSeconds: 0))
+        #expect(OutputBufferLimit(argument: "pubsub 32mb 8mb 60") == nil, "only normal clients exist here")
+        #expect("\(limit)" == "256mb 64mb 60")
     }
 
     @Test func serveIsTheSubcommandOfTheRoot() throws {
@@ -57,6 +92,18 @@ struct CommandLineTests {
         (["--max-running", "1000001"], "--max-running takes an integer in 0...1000000, got '1000001'"),
         (["--max-clients", "0"], "--max-clients takes an integer in 1...1000000"),
         (["--max-request-bytes", "63"], "--max-request-bytes takes an integer in 64...1073741824"),
+        (["--client-query-buffer-limit", "63"], "--client-query-buffer-limit takes an integer in 64..."),
+        (
+            ["--client-query-buffer-limit", "1zb"],
+            "The value '1zb' is invalid for '--client-query-buffer-limit <bytes>'"
+        ),
+        (["--proto-max-bulk-len", "0"], "--proto-max-bulk-len takes an integer in 1..."),
+        (
+            ["--proto-max-bulk-len", "2gb"],
+            "--proto-max-bulk-len (2gb) is larger than --client-query-buffer-limit (1gb)"
+        ),
+        (["--client-output-buffer-limit", "1gb 64mb"], "is invalid for '--client-output-buffer-limit"),
+        (["--client-output-buffer-limit", "1gb 64mb -1"], "is invalid for '--client-output-buffer-limit"),
         (["--max-arguments", "0"], "--max-arguments takes an integer in 1...2147483647"),
         (["--max-transaction-bytes", "63"], "--max-transaction-bytes takes an integer in 64...4294967295"),
         (["--drain-timeout-ms", "3600001"], "--drain-timeout-ms takes an integer in 0...3600000"),

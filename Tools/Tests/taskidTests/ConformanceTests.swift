@@ -209,7 +209,7 @@ struct ConformanceTests {
         // A pipelines 20,000 INFO (about 30 MB of replies); B asks for the count of commands
         // executed so far right after. Served in fair turns, B is answered within a batch or
         // two of A's, long before A's burst is done.
-        try await withServer({ $0.maxOutputBytes = 1 << 30 }) { server, clientLoop in
+        try await withServer({ $0.outputBufferLimit.hardBytes = 1 << 30 }) { server, clientLoop in
             let burster = TestClient(loop: clientLoop, port: server.port)
             let other = TestClient(loop: clientLoop, port: server.port)
             try await burster.connect()

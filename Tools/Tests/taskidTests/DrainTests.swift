@@ -119,7 +119,7 @@ struct DrainTests {
 
     @Test func aClientThatNeverReadsIsClosedAtTheDrainTimeOutAndTheDropIsReported() async throws {
         let (server, clientLoop) = try await startedServer {
-            $0.maxOutputBytes = 1 << 30
+            $0.outputBufferLimit.hardBytes = 1 << 30
         }
         let sink = TestClient(loop: clientLoop, port: server.port)
         try await sink.connect()

@@ -151,7 +151,7 @@ struct RESPParserTests {
     }
 
     @Test func oversizedRequestsAreRefusedBeforeTheyAreBuffered() {
-        let limits = RESPLimits(maxRequestBytes: 100, maxArguments: 8)
+        let limits = RESPLimits(maxQueryBufferBytes: 100, maxArguments: 8)
         #expect(throws: RESPProtocolError.self) { _ = try parseAll("*1\r\n$5000\r\n", limits: limits) }
         #expect(throws: RESPProtocolError.self) { _ = try parseAll("*9\r\n", limits: limits) }
         #expect(throws: RESPProtocolError.self) {
@@ -159,10 +159,10 @@ struct RESPParserTests {
         }
     }
 
-    /// An inline command is a request too: below the 64 KiB inline limit, `maxRequestBytes`
+    /// An inline command is a request too: below the 64 KiB inline limit, `maxQueryBufferBytes`
     /// bounds it (the fuzzer found a 4,212-byte inline argument under a 4,096-byte limit).
     @Test func anInlineCommandLongerThanTheRequestLimitIsRefused() throws {
-        let limits = RESPLimits(maxRequestBytes: 100, maxArguments: 8)
+        let limits = RESPLimits(maxQueryBufferBytes: 100, maxArguments: 8)
         let line = "SET k " + String(repeating: "v", count: 200)
         #expect(throws: RESPProtocolError(message: "too big inline request")) {
             _ = try parseAll(line + "\n", limits: limits)
@@ -171,5 +171,21 @@ struct RESPParserTests {
             _ = try parseAll(line, limits: limits)
         }
         #expect(try parseAll("SET k " + String(repeating: "v", count: 80) + "\n", limits: limits).first?.count == 3)
+    }
+
+    /// `proto-max-bulk-len` bounds one argument, `client-query-buffer-limit` the whole request:
+    /// a request of several arguments each under the first may be refused by the second, and a
+    /// value at the bulk limit is taken when the buffer has room for it.
+    @Test func theBulkLimitBoundsOneArgumentAndTheQueryBufferTheRequest() throws {
+        let limits = RESPLimits(maxBulkBytes: 10, maxQueryBufferBytes: 64, maxArguments: 8)
+        #expect(throws: RESPProtocolError(message: "invalid bulk length")) {
+            _ = try parseAll("*2\r\n$3\r\nSET\r\n$11\r\n", limits: limits)
+        }
+        let atTheLimit = "*2\r\n$3\r\nSET\r\n$10\r\n0123456789\r\n"
+        #expect(try parseAll(atTheLimit, limits: limits) == [["SET", "0123456789"]])
+        let fiveArguments = "*5\r\n" + String(repeating: "$10\r\n0123456789\r\n", count: 5)
+        #expect(
+            throws: RESPProtocolError(message: "request larger than the client query buffer limit (64 bytes)")
+        ) { _ = try parseAll(fiveArguments, limits: limits) }
     }
 }

@@ -243,7 +243,7 @@ struct ServerTests {
     }
 
     @Test func badInputGetsAnErrorAndOtherClientsGoOn() async throws {
-        try await withServer({ $0.requestLimits.maxRequestBytes = 1024 }) { server, clientLoop in
+        try await withServer({ $0.requestLimits.maxQueryBufferBytes = 1024 }) { server, clientLoop in
             let bystander = TestClient(loop: clientLoop, port: server.port)
             try await bystander.connect()
 
@@ -265,7 +265,10 @@ struct ServerTests {
             let oversized = TestClient(loop: clientLoop, port: server.port)
             try await oversized.connect()
             try await oversized.send("*2\r\n$3\r\nSET\r\n$100000\r\n")
-            #expect(try await oversized.replies(1) == ["-ERR Protocol error: request larger than 1024 bytes"])
+            #expect(
+                try await oversized.replies(1) == [
+                    "-ERR Protocol error: request larger than the client query buffer limit (1024 bytes)"
+                ])
             #expect(try await oversized.isClosedByServer())
 
             try await bystander.send("PING\r\n")
@@ -299,8 +302,28 @@ struct ServerTests {
         }
     }
 
+    /// The output limits punish a client that does not read, not a large reply: one far past
+    /// the soft limit arrives whole at a client that reads it, and the idle connection then
+    /// keeps neither its request's nor its reply's buffer.
+    @Test func aClientThatReadsGetsAReplyFarPastTheSoftLimit() async throws {
+        let limit = OutputBufferLimit(hardBytes: 0, softBytes: 64 * 1024, softSeconds: 60)
+        try await withServer({ $0.outputBufferLimit = limit }) { server, clientLoop in
+            let reader = TestClient(loop: clientLoop, port: server.port)
+            try await reader.connect()
+            let value = [UInt8](repeating: UInt8(ascii: "v"), count: 4 << 20)
+            try await reader.send(command: Array("ECHO".utf8), value)
+            let reply = try await reader.rawBytes(value.count + 12)
+            #expect(reply.count == value.count + 12 && reply.prefix(10) == ArraySlice("$4194304\r\n".utf8))
+            #expect(reply.dropFirst(10).prefix(value.count).allSatisfy { $0 == UInt8(ascii: "v") })
+            try await reader.send("PING\r\n")
+            #expect(try await reader.replies(1) == ["+PONG"])
+        }
+    }
+
     @Test func aClientThatStopsReadingIsDisconnected() async throws {
-        try await withServer({ $0.maxOutputBytes = 64 * 1024 }) { server, clientLoop in
+        try await withServer({
+            $0.outputBufferLimit = OutputBufferLimit(hardBytes: 64 * 1024, softBytes: 0, softSeconds: 0)
+        }) { server, clientLoop in
             let greedy = TestClient(loop: clientLoop, port: server.port)
             try await greedy.connect()
             // Ask for megabytes of replies and never read them.
@@ -314,6 +337,22 @@ struct ServerTests {
             try await other.connect()
             try await other.send("PING\r\n")
             #expect(try await other.replies(1) == ["+PONG"])
+        }
+    }
+
+    /// Above the soft limit for its seconds (here 0: at once), a client that does not read is
+    /// disconnected as at the hard limit.
+    @Test func aClientAboveTheSoftLimitForItsSecondsIsDisconnected() async throws {
+        let limit = OutputBufferLimit(hardBytes: 0, softBytes: 64 * 1024, softSeconds: 0)
+        try await withServer({ $0.outputBufferLimit = limit }) { server, clientLoop in
+            let greedy = TestClient(loop: clientLoop, port: server.port)
+            try await greedy.connect()
+            let request = String(repeating: "ECHO \(String(repeating: "x", count: 900))\r\n", count: 200)
+            var disconnected = false
+            for _ in 0..<200 where !disconnected {
+                do { try await greedy.send(request) } catch { disconnected = true }
+            }
+            #expect(disconnected, "the server closed the connection of a client that does not read")
         }
     }
 

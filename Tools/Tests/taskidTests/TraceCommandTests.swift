@@ -51,7 +51,7 @@ struct TraceCommandTests {
     /// refused STOP loses nothing, and the connection stays open.
     @Test func aTraceLargerThanTheOutputLimitIsRefusedAndKept() async throws {
         try await withServer({
-            $0.maxOutputBytes = 8 * 1024  // room for 128 events by count
+            $0.outputBufferLimit.hardBytes = 8 * 1024  // room for 128 events by count
             $0.work = .sleep(milliseconds: 60_000)
         }) { server, clientLoop in
             let client = TestClient(loop: clientLoop, port: server.port)
