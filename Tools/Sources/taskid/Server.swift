@@ -126,6 +126,11 @@ final class RegistryServer: Sendable {
     /// Accepts until `stop`. Front loop only.
     private func acceptLoop(_ listener: TCPListener) async {
         while !front.value.stopping {
+            // Refusals hold a descriptor each until the client has its answer: past this many
+            // at once, clients wait in the listen backlog, to be answered rather than dropped.
+            while front.value.refusals.count >= Self.refusalsAtOnce && !front.value.stopping {
+                try? await frontLoop.clock.sleep(for: .milliseconds(5))
+            }
             let connection: TCPConnection
             do {
                 connection = try await listener.accept()
@@ -145,12 +150,7 @@ final class RegistryServer: Sendable {
                 return
             }
             if front.value.clients.count >= configuration.maxClients {
-                var reply: [UInt8] = []
-                RESPReply.error("ERR max number of clients reached", into: &reply)
-                Task(executorPreference: frontLoop) {
-                    try? await connection.write(reply)
-                    connection.close()
-                }
+                refuse(connection)
                 continue
             }
             let id = front.value.nextClientID
@@ -161,6 +161,36 @@ final class RegistryServer: Sendable {
                 self.front.value.clients[id] = nil
             }
             front.value.clients[id] = ClientEntry(connection: connection, task: task)
+        }
+    }
+
+    /// The most clients being refused at once (`refuse`). Any thread.
+    static let refusalsAtOnce = 16
+
+    /// Answers a client past `--max-clients` with Redis's error, then closes its connection once
+    /// the client has the answer: the end of the stream after it, and its requests read and
+    /// dropped until it closes or goes quiet (closing with its requests unread would reset the
+    /// connection, and the reset can destroy the answer in flight). One second at most. Front
+    /// loop only.
+    private func refuse(_ connection: TCPConnection) {
+        let number = front.value.nextRefusalNumber
+        front.value.nextRefusalNumber += 1
+        let clock = frontLoop.clock
+        front.value.refusals[number] = Task(executorPreference: frontLoop) {
+            var reply: [UInt8] = []
+            RESPReply.error("ERR max number of clients reached", into: &reply)
+            let answer = Task(executorPreference: self.frontLoop) {
+                try? await connection.write(reply)
+                try? await connection.finishWriting(quietPeriod: .milliseconds(100))
+            }
+            let bound = Task(executorPreference: self.frontLoop) {
+                try? await clock.sleep(for: .seconds(1))
+                answer.cancel()
+            }
+            await answer.value
+            bound.cancel()
+            connection.close()
+            self.front.value.refusals[number] = nil
         }
     }
 
@@ -226,6 +256,9 @@ final class RegistryServer: Sendable {
     /// written. Returns why that file could not be written, if it could not. Any task; once.
     private func finishStopping(_ tasks: [Task<Void, Never>]) async -> String? {
         for task in tasks { await task.value }
+        // Refusals under way end within their second: none is left on a loop that shuts down.
+        let refusals = await Task(executorPreference: frontLoop) { Array(self.front.value.refusals.values) }.value
+        for refusal in refusals { await refusal.value }
         if let acceptTask = await Task(executorPreference: frontLoop, operation: { self.front.value.acceptTask }).value
         {
             await acceptTask.value
@@ -441,6 +474,9 @@ struct FrontLoopState {
     /// Clients the drain closed before its time-out with replies unsent.
     var droppedWhileDraining = DrainReport(clients: 0)
     var nextClientID: UInt64 = 1  // as Redis, client ids start at 1
+    /// Clients past `--max-clients` being answered and closed (`refuse`), by number.
+    var refusals: [UInt64: Task<Void, Never>] = [:]
+    var nextRefusalNumber: UInt64 = 0
     /// Requests executed so far, counted per turn (INFO's `total_commands_processed`).
     var commandsProcessed = 0
     var stopping = false

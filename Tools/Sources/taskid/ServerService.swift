@@ -13,6 +13,9 @@ import ServiceLifecycle
 /// Run it inside a `ServiceGroup` (that is where its graceful shutdown comes from); `run` is
 /// called once, from the group's task.
 struct ServerService: Service {
+    /// The open-files limit leaves no descriptor for a client (logged).
+    struct DescriptorBudgetError: Error {}
+
     let configuration: ServerConfiguration
     let logger: Logger
 
@@ -25,6 +28,14 @@ struct ServerService: Service {
     ///   replies undelivered, or whose `--trace` file could not be written (logged), so that
     ///   `taskid serve` exits 1.
     func run() async throws {
+        var configuration = self.configuration
+        let fitted = DescriptorBudget.apply(to: configuration)
+        if let warning = fitted.warning { logger.warning("\(warning)") }
+        guard fitted.maxClients > 0 else {
+            logger.error("cannot start: the open-files limit leaves no descriptor for a client; raise it with ulimit -n")
+            throw DescriptorBudgetError()
+        }
+        configuration.maxClients = fitted.maxClients
         let server: RegistryServer
         do {
             server = try RegistryServer(configuration: configuration, logger: logger)

@@ -49,3 +49,36 @@ struct OutputBufferLimitTests {
         #expect(standard.softBytes > 0 && standard.softSeconds > 0)
     }
 }
+
+/// How `--max-clients` is fitted to the open-files limit, as Redis fits `maxclients`.
+@Suite("The descriptor budget")
+struct DescriptorBudgetTests {
+    @Test func clientsThatFitLeaveTheLimitAlone() {
+        #expect(
+            DescriptorBudget.fitting(maxClients: 100, reserved: 60, soft: 1024, hard: 4096)
+                == DescriptorBudget(softLimit: 1024, maxClients: 100))
+    }
+
+    @Test func theSoftLimitIsRaisedTowardTheHardOne() {
+        #expect(
+            DescriptorBudget.fitting(maxClients: 10_000, reserved: 60, soft: 1024, hard: 1_048_576)
+                == DescriptorBudget(softLimit: 10_060, maxClients: 10_000))
+    }
+
+    @Test func pastTheHardLimitFewerClientsAreServed() {
+        #expect(
+            DescriptorBudget.fitting(maxClients: 10_000, reserved: 60, soft: 1024, hard: 1024)
+                == DescriptorBudget(softLimit: 1024, maxClients: 964))
+        #expect(
+            DescriptorBudget.fitting(maxClients: 10_000, reserved: 60, soft: 1024, hard: 2048)
+                == DescriptorBudget(softLimit: 2048, maxClients: 1988))
+        #expect(DescriptorBudget.fitting(maxClients: 5, reserved: 60, soft: 50, hard: 50).maxClients == 0)
+    }
+
+    @Test func upstreamConnectionsAreReserved() {
+        var configuration = ServerConfiguration()
+        let plain = DescriptorBudget.reserved(for: configuration)
+        configuration.work = .upstream(host: "127.0.0.1", port: 1)
+        #expect(DescriptorBudget.reserved(for: configuration) == plain + configuration.upstreamMaxConnections)
+    }
+}
