@@ -16,7 +16,19 @@ struct ClientSession {
     /// the soft output limit; nil while they are under it.
     var overSoftOutputLimitSince: UInt64?
 
-    init(id: UInt64) { self.id = id }
+    /// The user it is authenticated as; nil until it authenticates, when new connections must.
+    var user: AccessUser? {
+        didSet { mayRunEverything = user?.mayRunEverything ?? false }
+    }
+    /// Authenticated as a user that may run every command: its commands are not checked one by
+    /// one (and a plain SET takes the fast path).
+    private(set) var mayRunEverything = false
+
+    init(id: UInt64, user: AccessUser? = nil) {
+        self.id = id
+        self.user = user
+        mayRunEverything = user?.mayRunEverything ?? false
+    }
 
     /// Inside `MULTI`: commands other than EXEC, DISCARD, MULTI and QUIT are queued, not run.
     var isQueuing: Bool {

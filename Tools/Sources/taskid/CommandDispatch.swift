@@ -28,6 +28,14 @@ extension RegistryServer {
     /// Front loop only.
     func execute(_ request: [ArraySlice<UInt8>], session: inout ClientSession, into out: inout [UInt8]) async -> Bool {
         let name = Self.commandName(request[0])
+        if !session.mayRunEverything, let denial = accessDenial(of: request, name: name, session: session) {
+            RESPReply.error(denial, into: &out)
+            // As Redis: a command refused inside MULTI dooms the transaction.
+            if session.isQueuing && name != "EXEC" && name != "DISCARD" {
+                session.transaction = .doomed(session.transaction.slots)
+            }
+            return true
+        }
         guard session.isQueuing else { return await run(request, name: name, session: &session, into: &out) }
         switch name {
         case "EXEC":
@@ -208,6 +216,8 @@ extension RegistryServer {
                 }
             case "HELLO":
                 hello(Array(arguments), session: &session, into: &out)
+            case "AUTH":
+                auth(Array(arguments), session: &session, into: &out)
             case "MULTI":
                 session.transaction = .queuing(TransactionQueue())
                 RESPReply.simple("OK", into: &out)
@@ -252,7 +262,7 @@ extension RegistryServer {
         "PING": -1, "ECHO": 2, "QUIT": -1, "SET": -3, "GET": 2, "DEL": -2, "EXISTS": -2, "DBSIZE": 1,
         "TASK.PHASE": 2, "TASK.QUEUE": 1, "TASK.TRACE": -2, "INFO": -1, "COMMAND": -1, "CONFIG": -2, "CLIENT": -2,
         "SELECT": 2,
-        "HELLO": -1,
+        "HELLO": -1, "AUTH": -2,
         "MULTI": 1, "EXEC": 1, "DISCARD": 1, "CLUSTER": -2, "READONLY": 1, "READWRITE": 1, "ASKING": 1,
     ]
 

@@ -77,7 +77,9 @@ extension RegistryServer {
         RESPReply.integer(keys.first, into: &out)
         RESPReply.integer(keys.last, into: &out)
         RESPReply.integer(keys.step, into: &out)
-        RESPReply.setHeader(0, version, into: &out)  // ACL categories: no ACLs here
+        let categories = CommandCategory.categories(of: name)
+        RESPReply.setHeader(categories.count, version, into: &out)
+        for category in categories { RESPReply.simple("@\(category.rawValue)", into: &out) }
         for _ in 0..<3 { RESPReply.arrayHeader(0, into: &out) }  // tips, key specs, subcommands
     }
 }

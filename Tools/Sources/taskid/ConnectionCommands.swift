@@ -3,11 +3,12 @@
 extension RegistryServer {
     /// `HELLO [protover [AUTH username password] [SETNAME name]]`: switches the connection to
     /// RESP2 or RESP3 and answers the server's description as a map (RESP3) or a flat array
-    /// (RESP2). The server has no passwords: AUTH is accepted with any credentials, as Redis's
-    /// default user without a password accepts them.
+    /// (RESP2). Its AUTH option logs in as `AUTH username password` does; a wrong one changes
+    /// nothing and answers `-WRONGPASS`.
     func hello(_ arguments: [ArraySlice<UInt8>], session: inout ClientSession, into out: inout [UInt8]) {
         var version = session.protocolVersion
         var name = session.name
+        var credentials: (user: String, password: ArraySlice<UInt8>)?
         if let first = arguments.first {
             guard let number = Int(String(decoding: first, as: UTF8.self)) else {
                 return RESPReply.error("ERR Protocol version is not an integer or out of range", into: &out)
@@ -21,6 +22,7 @@ extension RegistryServer {
                 let option = Self.commandName(arguments[index])
                 let remaining = arguments.count - index - 1
                 if option == "AUTH" && remaining >= 2 {
+                    credentials = (String(decoding: arguments[index + 1], as: UTF8.self), arguments[index + 2])
                     index += 3
                 } else if option == "SETNAME" && remaining >= 1 {
                     guard let valid = Self.validClientName(arguments[index + 1], into: &out) else { return }
@@ -32,7 +34,12 @@ extension RegistryServer {
                 }
             }
         }
-        // Nothing changes unless the whole command is valid.
+        // Nothing changes unless the whole command is valid, and its AUTH too.
+        if let credentials {
+            guard let user = authenticate(name: credentials.user, password: credentials.password, session: &session)
+            else { return RESPReply.error(Self.wrongPassword, into: &out) }
+            session.user = user
+        }
         session.protocolVersion = version
         session.name = name
         RESPReply.mapHeader(7, version, into: &out)

@@ -222,6 +222,40 @@ struct ServeCommand: AsyncParsableCommand {
             valueName: "URL"))
     var otlpEndpoint: String?
 
+    @Option(
+        help: ArgumentHelp(
+            """
+            The default user's password: clients must AUTH with it (redis-cli -a, redis-py password=). \
+            Other processes can read it in the process list: prefer --requirepass-file.
+            """,
+            valueName: "password"))
+    var requirepass: String?
+
+    @Option(
+        help: ArgumentHelp(
+            "A file whose first line is the default user's password, as --requirepass but out of the process list.",
+            valueName: "file"))
+    var requirepassFile: String?
+
+    @Option(
+        help: ArgumentHelp(
+            """
+            Users and the commands they may run, in Redis's ACL file format, a user a line: \
+            'user NAME on >PASSWORD +@read +@write ~*' (categories: @read, @write, @keyspace, @admin, \
+            @dangerous, @connection, @transaction, @fast, @slow, @all; see docs/SERVER.md).
+            """,
+            valueName: "file"))
+    var aclFile: String?
+
+    @Option(
+        help: ArgumentHelp(
+            """
+            yes: while the default user needs no password, only clients on this host's loopback are \
+            served, and others are told why (as Redis's protected mode).
+            """,
+            valueName: "yes|no"))
+    var protectedMode = YesNo.yes
+
     @Option(help: "Least severe log message written to standard error.")
     var logLevel = LogLevelArgument.info
 
@@ -248,6 +282,7 @@ struct ServeCommand: AsyncParsableCommand {
         if let port { try check("--port", port, in: 0...65_535) }
         _ = try clusterConfiguration()
         _ = try etcdSettings()
+        _ = try accessControl()
         try check("--loops", loops, in: 1...64)
         try check("--debounce-ms", debounceMilliseconds, in: 0...86_400_000)
         try check("--timeout-ms", timeoutMilliseconds, in: 0...86_400_000)
@@ -302,6 +337,45 @@ struct ServeCommand: AsyncParsableCommand {
             }
             return nil
         #endif
+    }
+
+    /// The users the options give: `--acl-file`'s, then the default user's password from
+    /// `--requirepass` or `--requirepass-file`. Any thread.
+    /// - Throws: `ValidationError` for a file that cannot be read or used, an empty password,
+    ///   or both password options.
+    func accessControl() throws -> AccessControl {
+        var access = AccessControl()
+        if let aclFile {
+            let text: String
+            do { text = try String(contentsOfFile: aclFile, encoding: .utf8) } catch {
+                throw ValidationError("--acl-file '\(aclFile)' cannot be read: \(error.localizedDescription)")
+            }
+            do { access = try AccessControl(aclFile: text) } catch {
+                throw ValidationError("--acl-file '\(aclFile)': \(error)")
+            }
+        }
+        var password: String?
+        switch (requirepass, requirepassFile) {
+        case (.some, .some):
+            throw ValidationError("--requirepass and --requirepass-file exclude each other")
+        case (.some(let given), nil):
+            password = given
+        case (nil, .some(let path)):
+            let text: String
+            do { text = try String(contentsOfFile: path, encoding: .utf8) } catch {
+                throw ValidationError("--requirepass-file '\(path)' cannot be read: \(error.localizedDescription)")
+            }
+            password = text.split(separator: "\n", omittingEmptySubsequences: false).first.map {
+                String($0.hasSuffix("\r") ? $0.dropLast() : $0)
+            }
+        case (nil, nil):
+            break
+        }
+        if let password {
+            guard !password.isEmpty else { throw ValidationError("the password is empty") }
+            access.requirePassword(Array(password.utf8))
+        }
+        return access
     }
 
     /// The etcd settings the options give: nil without `--etcd`. Any thread.
@@ -399,6 +473,8 @@ struct ServeCommand: AsyncParsableCommand {
             configuration.upstreamConnectTimeoutMilliseconds = upstreamConnectTimeoutMilliseconds
             configuration.upstreamReplyTimeoutMilliseconds = upstreamReplyTimeoutMilliseconds
             configuration.upstreamMaxConnections = upstreamMaxConnections
+            configuration.access = try accessControl()
+            configuration.protectedMode = protectedMode == .yes
             configuration.tracePath = trace
             configuration.traceCapacity = traceCapacity ?? RegistryTrace.defaultCapacity
             return configuration
@@ -462,3 +538,9 @@ struct ServeCommand: AsyncParsableCommand {
 
 /// `--work`'s values, parsed by `ServerWork(argument:)`; the default shows as its description.
 extension ServerWork: ExpressibleByArgument {}
+
+/// A yes-or-no option, written as Redis's configuration writes one (`--protected-mode no`).
+/// A value type; any thread.
+enum YesNo: String, ExpressibleByArgument, CaseIterable, Sendable {
+    case yes, no
+}

@@ -150,7 +150,16 @@ final class RegistryServer: Sendable {
                 return
             }
             if front.value.clients.count >= configuration.maxClients {
-                refuse(connection)
+                refuse(connection, answering: "ERR max number of clients reached")
+                continue
+            }
+            if configuration.protectedMode && configuration.access.isOpenToAnyone,
+                connection.peerAddress?.isLoopback != true
+            {
+                logger.warning(
+                    "client from another host refused: protected mode (no password is set)",
+                    metadata: ["address": "\(connection.peerAddress.map { "\($0)" } ?? "unknown")"])
+                refuse(connection, answering: Self.protectedModeDenial)
                 continue
             }
             let id = front.value.nextClientID
@@ -167,18 +176,18 @@ final class RegistryServer: Sendable {
     /// The most clients being refused at once (`refuse`). Any thread.
     static let refusalsAtOnce = 16
 
-    /// Answers a client past `--max-clients` with Redis's error, then closes its connection once
-    /// the client has the answer: the end of the stream after it, and its requests read and
+    /// Answers a client that is not served (past `--max-clients`, or from another host in
+    /// protected mode) with `error`, then closes its connection once the client has the answer: the end of the stream after it, and its requests read and
     /// dropped until it closes or goes quiet (closing with its requests unread would reset the
     /// connection, and the reset can destroy the answer in flight). One second at most. Front
     /// loop only.
-    private func refuse(_ connection: TCPConnection) {
+    private func refuse(_ connection: TCPConnection, answering error: String) {
         let number = front.value.nextRefusalNumber
         front.value.nextRefusalNumber += 1
         let clock = frontLoop.clock
         front.value.refusals[number] = Task(executorPreference: frontLoop) {
             var reply: [UInt8] = []
-            RESPReply.error("ERR max number of clients reached", into: &reply)
+            RESPReply.error(error, into: &reply)
             let answer = Task(executorPreference: self.frontLoop) {
                 try? await connection.write(reply)
                 try? await connection.finishWriting(quietPeriod: .milliseconds(100))
@@ -306,7 +315,7 @@ final class RegistryServer: Sendable {
     /// then delivers the replies it owes. Front loop only.
     private func serve(_ connection: TCPConnection, id: UInt64) async {
         var parser = RESPParser(limits: configuration.requestLimits)
-        var session = ClientSession(id: id)
+        var session = ClientSession(id: id, user: configuration.access.userOfNewConnections)
         var request: [ArraySlice<UInt8>] = []
         var output: [UInt8] = []
         while true {
@@ -325,7 +334,7 @@ final class RegistryServer: Sendable {
                 }
                 executedThisTurn &+= 1
                 // SET, the hot path, without an async call per request.
-                if !session.isQueuing && executeSET(request, into: &output) {
+                if session.mayRunEverything && !session.isQueuing && executeSET(request, into: &output) {
                     if executedThisTurn < Self.requestsPerTurn { continue }
                 } else {
                     session.unsentReplyBytes = connection.queuedWriteBytes

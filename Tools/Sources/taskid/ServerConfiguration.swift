@@ -67,6 +67,10 @@ struct ServerConfiguration: Sendable, Equatable {
     var upstreamConnectTimeoutMilliseconds = 1_000
     var upstreamReplyTimeoutMilliseconds = 5_000
     var upstreamMaxConnections = 256
+    /// The users and what they may run (`--requirepass`, `--acl-file`).
+    var access = AccessControl()
+    /// `--protected-mode`: while clients need no password, only loopback clients are served.
+    var protectedMode = true
     /// `--trace FILE`: every shard records its trace from the start, written here (merged) at
     /// shutdown; nil for none. `TASK.TRACE` works either way.
     var tracePath: String?

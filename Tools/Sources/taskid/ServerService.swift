@@ -32,7 +32,8 @@ struct ServerService: Service {
         let fitted = DescriptorBudget.apply(to: configuration)
         if let warning = fitted.warning { logger.warning("\(warning)") }
         guard fitted.maxClients > 0 else {
-            logger.error("cannot start: the open-files limit leaves no descriptor for a client; raise it with ulimit -n")
+            logger.error(
+                "cannot start: the open-files limit leaves no descriptor for a client; raise it with ulimit -n")
             throw DescriptorBudgetError()
         }
         configuration.maxClients = fitted.maxClients
@@ -58,6 +59,17 @@ struct ServerService: Service {
                 "debounce_ms": "\(configuration.debounceMilliseconds)",
                 "timeout_ms": "\(configuration.timeoutMilliseconds)", "max_running": "\(configuration.maxRunning)",
             ])
+        if configuration.access.isOpenToAnyone && !["127.0.0.1", "::1", "localhost"].contains(configuration.host) {
+            if configuration.protectedMode {
+                logger.warning(
+                    "protected mode: no password is set, so only clients on this host's loopback are served; set one (--requirepass-file, --acl-file) to serve other hosts"
+                )
+            } else {
+                logger.warning(
+                    "no password is set and protected mode is off: anyone who can reach \(configuration.host):\(port) can run every command"
+                )
+            }
+        }
         if let cluster = configuration.cluster, configuration.etcd == nil, !cluster.coversEverySlot {
             let unserved = cluster.unservedSlots
             let count = unserved.reduce(0) { $0 + $1.count }

@@ -23,6 +23,12 @@ extension RegistryServer {
             RESPReply.error("ERR another client's TASK.TRACE DUMP or STOP is being answered; try again", into: &out)
             return
         }
+        if configuration.tracePath != nil && (subcommand == "START" || subcommand == "STOP") {
+            RESPReply.error(
+                "ERR the trace is recorded for the operator's --trace file: TASK.TRACE \(subcommand) would "
+                    + "\(subcommand == "START" ? "restart" : "end") it; TASK.TRACE DUMP reads it", into: &out)
+            return
+        }
         switch (subcommand, arguments.count) {
         case ("START", 1), ("START", 2):
             var capacity = max(1, Self.clientTraceEvents / registry.shards.count)

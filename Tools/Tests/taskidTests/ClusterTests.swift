@@ -213,7 +213,8 @@ struct ClusterTests {
             try await client.connect()
             try await client.send("COMMAND INFO get nope\r\n")
             let get =
-                "*2\r\n*10\r\n$3\r\nget\r\n:2\r\n*2\r\n+readonly\r\n+fast\r\n:1\r\n:1\r\n:1\r\n*0\r\n*0\r\n*0\r\n*0\r\n"
+                "*2\r\n*10\r\n$3\r\nget\r\n:2\r\n*2\r\n+readonly\r\n+fast\r\n:1\r\n:1\r\n:1\r\n"
+                + "*2\r\n+@read\r\n+@fast\r\n*0\r\n*0\r\n*0\r\n"
                 + "$-1\r\n"
             #expect(try await client.rawBytes(get.utf8.count) == Array(get.utf8))
             try await client.send(
@@ -224,8 +225,9 @@ struct ClusterTests {
             #expect(replies[1] == "[\"a\", \"b\"]")
             #expect(replies[2] == "-ERR The command has no key arguments")
             #expect(replies[3] == "-ERR Invalid command specified")
-            #expect(replies[4] == "[[\"task.phase\", :2, [+readonly, +fast], :1, :1, :1, [], [], [], []]]")
-            #expect(replies[5].hasPrefix("[[\"asking\", :1, [], :0, :0, :0, [], [], [], []], "))
+            #expect(
+                replies[4] == "[[\"task.phase\", :2, [+readonly, +fast], :1, :1, :1, [+@read, +@fast], [], [], []]]")
+            #expect(replies[5].hasPrefix("[[\"asking\", :1, [], :0, :0, :0, [+@connection, +@fast], [], [], []], "))
         }
     }
 

@@ -76,6 +76,37 @@ struct CommandLineTests {
         #expect("\(limit)" == "256mb 64mb 60")
     }
 
+    /// `--requirepass`, `--requirepass-file` (its first line) and `--acl-file` reach the users;
+    /// `--protected-mode no` turns protected mode off.
+    @Test func passwordsAndUsersReachTheConfiguration() throws {
+        let directory = FileManager.default.temporaryDirectory.path
+        let passwordFile = "\(directory)/taskid-cli-pass-\(getpid())"
+        let aclFile = "\(directory)/taskid-cli-acl-\(getpid())"
+        try "from-file\nignored\n".write(toFile: passwordFile, atomically: true, encoding: .utf8)
+        try "user reader on >r +@read\n".write(toFile: aclFile, atomically: true, encoding: .utf8)
+        defer {
+            try? FileManager.default.removeItem(atPath: passwordFile)
+            try? FileManager.default.removeItem(atPath: aclFile)
+        }
+        let inline = try ServeCommand.parse(["--requirepass", "p1", "--protected-mode", "no"]).serverConfiguration
+        #expect(inline.access.authenticate(name: "default", password: ArraySlice("p1".utf8)) != nil)
+        #expect(!inline.protectedMode)
+        let fromFile = try ServeCommand.parse(["--requirepass-file", passwordFile, "--acl-file", aclFile])
+            .serverConfiguration
+        #expect(fromFile.access.authenticate(name: "default", password: ArraySlice("from-file".utf8)) != nil)
+        #expect(
+            fromFile.access.authenticate(name: "reader", password: ArraySlice("r".utf8))?.allowed == [
+                "GET", "EXISTS", "DBSIZE", "TASK.PHASE", "TASK.QUEUE",
+            ])
+        #expect(fromFile.protectedMode)
+        #expect(throws: (any Error).self) {
+            _ = try ServeCommand.parse(["--requirepass", "a", "--requirepass-file", passwordFile])
+        }
+        #expect(throws: (any Error).self) { _ = try ServeCommand.parse(["--requirepass", ""]) }
+        #expect(throws: (any Error).self) { _ = try ServeCommand.parse(["--acl-file", "/no/such/acl"]) }
+        #expect(throws: (any Error).self) { _ = try ServeCommand.parse(["--protected-mode", "maybe"]) }
+    }
+
     @Test func serveIsTheSubcommandOfTheRoot() throws {
         let command = try TaskIDCommand.parseAsRoot(["serve", "--port", "0", "--work", "upstream:localhost:6379"])
         let serve = try #require(command as? ServeCommand)

@@ -9,12 +9,14 @@ import UVLoop
 /// Unchecked `Sendable`: `connection` and `received` are touched only in tasks on `loop`.
 final class TestClient: @unchecked Sendable {
     let loop: UVLoop
+    let host: String
     let port: Int
     var connection: TCPConnection?
     var received: [UInt8] = []
 
-    init(loop: UVLoop, port: Int) {
+    init(loop: UVLoop, port: Int, host: String = "127.0.0.1") {
         self.loop = loop
+        self.host = host
         self.port = port
     }
 
@@ -27,7 +29,7 @@ final class TestClient: @unchecked Sendable {
 
     func connect() async throws {
         connection = try await Task(executorPreference: loop) {
-            try await self.loop.connect(host: "127.0.0.1", port: self.port)
+            try await self.loop.connect(host: self.host, port: self.port)
         }.value
     }
 
