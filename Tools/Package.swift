@@ -32,9 +32,12 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio", from: "2.81.0"),
     ],
     targets: [
+        // glibc's malloc figures (mallinfo2, malloc_trim) for INFO and --maxmemory.
+        .target(name: "CMallocStats"),
         .executableTarget(
             name: "taskid",
             dependencies: [
+                "CMallocStats",
                 .product(name: "TaskIdentity", package: "TaskIdentity"),
                 .product(name: "UVLoop", package: "TaskIdentity"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),

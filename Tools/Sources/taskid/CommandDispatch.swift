@@ -14,6 +14,10 @@ extension RegistryServer {
             RESPReply.error(redirection, into: &out)
             return true
         }
+        if configuration.maxMemoryBytes > 0 && memory.value.refusesWrites() {
+            RESPReply.error(Self.outOfMemory, into: &out)
+            return true
+        }
         do {
             try declare(key: ServerKey(request[1]), id: ServerID(request[2]))
             out.append(contentsOf: Self.okReply)
@@ -143,6 +147,10 @@ extension RegistryServer {
                 // SET takes no options: the registry has no expiry or conditional declaration.
                 guard request.count == 3 else {
                     RESPReply.error("ERR syntax error", into: &out)
+                    return true
+                }
+                if configuration.maxMemoryBytes > 0 && memory.value.refusesWrites() {
+                    RESPReply.error(Self.outOfMemory, into: &out)
                     return true
                 }
                 try declare(key: ServerKey(request[1]), id: ServerID(request[2]))
@@ -300,6 +308,9 @@ extension RegistryServer {
     }
 
     private static let okReply: [UInt8] = Array("+OK\r\n".utf8)
+
+    /// Redis's refusal of a write past `maxmemory`. Any thread.
+    static let outOfMemory = "OOM command not allowed when used memory > 'maxmemory'."
 
     private static func isSET(_ name: ArraySlice<UInt8>) -> Bool {
         guard name.count == 3 else { return false }

@@ -225,6 +225,16 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(
         help: ArgumentHelp(
             """
+            The most memory the server may use (INFO's used_memory, what malloc has handed out): past \
+            it, SETs and TASK.TRACE START are refused with -OOM while reads and DEL go on (Redis's \
+            noeviction); sizes take Redis's units (200mb). 0: no bound.
+            """,
+            valueName: "bytes"))
+    var maxmemory = ByteCount(0)
+
+    @Option(
+        help: ArgumentHelp(
+            """
             The default user's password: clients must AUTH with it (redis-cli -a, redis-py password=). \
             Other processes can read it in the process list: prefer --requirepass-file.
             """,
@@ -474,6 +484,7 @@ struct ServeCommand: AsyncParsableCommand {
             configuration.upstreamReplyTimeoutMilliseconds = upstreamReplyTimeoutMilliseconds
             configuration.upstreamMaxConnections = upstreamMaxConnections
             configuration.access = try accessControl()
+            configuration.maxMemoryBytes = maxmemory.bytes
             configuration.protectedMode = protectedMode == .yes
             configuration.tracePath = trace
             configuration.traceCapacity = traceCapacity ?? RegistryTrace.defaultCapacity

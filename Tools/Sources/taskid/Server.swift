@@ -37,6 +37,8 @@ final class RegistryServer: Sendable {
     /// Listener, clients and the accept loop: touched per connection, never per request, so
     /// the thread check of `LoopBound` costs nothing that matters.
     let front: LoopBound<FrontLoopState>
+    /// `used_memory`, and the `--maxmemory` bound on writes. Front loop only.
+    let memory: LoopBound<MemoryGauge>
     /// The bound port, 0 before `start`; read by tests and INFO from other threads.
     private let boundPort = Atomic<Int>(0)
     /// Keeps other clients' commands out of a running `EXEC` when commands can suspend (reads
@@ -70,6 +72,7 @@ final class RegistryServer: Sendable {
             try WorkTemplate.make(on: $0, configuration: configuration, upstreamLimits: upstreamLimits, limit: runLimit)
         }
         front = LoopBound(FrontLoopState(), loop: group.loops[0])
+        memory = LoopBound(MemoryGauge(maxBytes: configuration.maxMemoryBytes), loop: group.loops[0])
         gate = configuration.loops > 1 ? TransactionGate(loop: group.loops[0]) : nil
         clusterState = LoopBound(configuration.cluster, loop: group.loops[0])
     }
@@ -119,8 +122,19 @@ final class RegistryServer: Sendable {
             self.front.value.listener = listener
             self.boundPort.store(listener.localPort, ordering: .releasing)
             self.front.value.acceptTask = Task(executorPreference: self.frontLoop) { await self.acceptLoop(listener) }
+            self.front.value.memoryTask = Task(executorPreference: self.frontLoop) { await self.watchMemory() }
             return listener.localPort
         }.value
+    }
+
+    /// Once a second until `stop`: takes the memory figures, and returns malloc's free memory
+    /// to the system when it holds much (after many connections closed, a large value deleted,
+    /// keys removed), so that the resident set follows what is in use. Front loop only.
+    private func watchMemory() async {
+        while !front.value.stopping {
+            do { try await frontLoop.clock.sleep(for: .seconds(1)) } catch { return }
+            if memory.value.read().worthTrimming { MemoryFigures.trim() }
+        }
     }
 
     /// Accepts until `stop`. Front loop only.
@@ -215,6 +229,7 @@ final class RegistryServer: Sendable {
             self.front.value.stopping = true
             self.front.value.listener?.close()
             self.front.value.acceptTask?.cancel()
+            self.front.value.memoryTask?.cancel()
             for client in self.front.value.clients.values { client.connection.stopReading() }
             return self.front.value.clients.values.map(\.task)
         }.value
@@ -271,6 +286,10 @@ final class RegistryServer: Sendable {
         if let acceptTask = await Task(executorPreference: frontLoop, operation: { self.front.value.acceptTask }).value
         {
             await acceptTask.value
+        }
+        if let memoryTask = await Task(executorPreference: frontLoop, operation: { self.front.value.memoryTask }).value
+        {
+            await memoryTask.value
         }
         await registry.shutdown()
         // After the shutdown, so that the trace ends with it; the loops still run.
@@ -479,6 +498,8 @@ struct DrainReport: Sendable, Equatable {
 struct FrontLoopState {
     var listener: TCPListener?
     var acceptTask: Task<Void, Never>?
+    /// `watchMemory`, until the stop cancels it.
+    var memoryTask: Task<Void, Never>?
     var clients: [UInt64: ClientEntry] = [:]
     /// Clients the drain closed before its time-out with replies unsent.
     var droppedWhileDraining = DrainReport(clients: 0)

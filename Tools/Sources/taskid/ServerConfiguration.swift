@@ -67,6 +67,9 @@ struct ServerConfiguration: Sendable, Equatable {
     var upstreamConnectTimeoutMilliseconds = 1_000
     var upstreamReplyTimeoutMilliseconds = 5_000
     var upstreamMaxConnections = 256
+    /// `--maxmemory`: past this many bytes in use (`used_memory`), writes are refused with
+    /// `-OOM` (Redis's `noeviction`); 0 for no bound.
+    var maxMemoryBytes = 0
     /// The users and what they may run (`--requirepass`, `--acl-file`).
     var access = AccessControl()
     /// `--protected-mode`: while clients need no password, only loopback clients are served.

@@ -9,12 +9,17 @@ extension RegistryServer {
         // On the front loop already (INFO runs there), so reading the client count does not
         // suspend: with one loop, INFO inside EXEC stays in the loop's turn.
         let clients = clientCount
+        let figures = memory.value.read()
         let lines =
             [
                 "# Server", "taskid_version:\(taskidVersion)", "tcp_port:\(port)", "loops:\(registry.shards.count)",
                 "work:\(configuration.work)", "debounce_ms:\(configuration.debounceMilliseconds)",
                 "timeout_ms:\(configuration.timeoutMilliseconds)", "max_running:\(configuration.maxRunning)",
                 "", "# Clients", "connected_clients:\(clients)", "maxclients:\(configuration.maxClients)",
+                "", "# Memory", "used_memory:\(figures.usedBytes)", "used_memory_rss:\(figures.residentBytes)",
+                "mem_fragmentation_ratio:\(String(format: "%.2f", figures.fragmentationRatio))",
+                "allocator_free_held:\(figures.freeHeldBytes)", "maxmemory:\(configuration.maxMemoryBytes)",
+                "maxmemory_policy:noeviction",
                 "", "# Stats", "total_commands_processed:\(commandsProcessed)",
                 "", "# Cluster", "cluster_enabled:\(cluster == nil ? 0 : 1)",
                 "", "# Registry",

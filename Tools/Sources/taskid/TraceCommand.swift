@@ -4,7 +4,9 @@ import TaskIdentity
 /// task"). Front loop only.
 extension RegistryServer {
     /// The capacities a trace may have, per loop, as `--trace-capacity` takes them: a client
-    /// cannot ask for a ring that outgrows the machine (2^26 events are about 8 GiB). Any thread.
+    /// cannot ask for a ring that outgrows the machine (2^26 events are about 13 GiB, at
+    /// `traceMemoryPerEvent`), and under `--maxmemory` it cannot ask for one that does not fit.
+    /// Any thread.
     static let traceCapacities = 1...(1 << 26)
 
     /// `TASK.TRACE START [capacity]` starts recording on every shard (a new, empty trace;
@@ -42,6 +44,17 @@ extension RegistryServer {
                 }
                 capacity = value
             }
+            if configuration.maxMemoryBytes > 0 {
+                let used = memory.value.read().usedBytes
+                let needed = capacity * registry.shards.count * Self.traceMemoryPerEvent
+                guard used + needed <= configuration.maxMemoryBytes else {
+                    RESPReply.error(
+                        "OOM a trace of \(capacity) events a loop takes about \(needed) bytes once full; with "
+                            + "\(used) bytes in use it would pass --maxmemory (\(configuration.maxMemoryBytes))",
+                        into: &out)
+                    return
+                }
+            }
             try await registry.startTrace(capacity: capacity)
             RESPReply.simple("OK", into: &out)
         case ("DUMP", 1), ("STOP", 1):
@@ -62,6 +75,10 @@ extension RegistryServer {
     /// trace of them is about 4 MB of JSON (110 to 130 bytes an event), far within the default
     /// output limit, so `DUMP` and `STOP` can send it. Any thread.
     static let clientTraceEvents = 32_768
+
+    /// The memory one recorded event takes in a full trace ring, as measured (300k SETs with a
+    /// ring large enough took 382 MB: about 208 bytes an event). Any thread.
+    static let traceMemoryPerEvent = 208
 
     /// The fewest reply bytes a trace event is counted at before the trace is copied: a
     /// trace of more than the output hard limit over `traceBytesPerEvent` events is refused at

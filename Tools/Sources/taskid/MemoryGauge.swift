@@ -1,0 +1,102 @@
+import CMallocStats
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// The server's memory as INFO reports it and `--maxmemory` bounds it: `used_memory` is what
+/// malloc has handed out and not taken back (glibc's `mallinfo2`: small blocks in use plus
+/// mmapped ones), the same for every thread, so that the refusal point depends on what the
+/// server holds, not on how the kernel counts pages. Reading it walks malloc's arenas, so a
+/// write reads the value kept from the last reading, taken again every `writesPerReading`
+/// writes. Front loop only (a class owned by the server, touched on its front loop).
+final class MemoryGauge {
+    /// `--maxmemory`; 0 for no bound.
+    let maxBytes: Int
+    /// `used_memory` at the last reading.
+    private(set) var usedBytes = 0
+    /// Writes left before the next reading.
+    private var writesUntilReading = 0
+
+    /// Writes between two readings: 1,024 SETs of a few hundred bytes each move the figure by
+    /// well under 1% of any useful bound. Any thread.
+    static let writesPerReading = 1024
+
+    init(maxBytes: Int) { self.maxBytes = maxBytes }
+
+    /// Whether a write must be refused now: a bound is set and used memory is past it (Redis's
+    /// `noeviction`). Reads malloc's figures again every `writesPerReading` calls. Inlined:
+    /// without a bound it is one comparison per SET.
+    @inline(__always)
+    func refusesWrites() -> Bool {
+        guard maxBytes > 0 else { return false }
+        if writesUntilReading <= 0 { read() }
+        writesUntilReading -= 1
+        return usedBytes > maxBytes
+    }
+
+    /// Takes malloc's figures now, and returns them.
+    @discardableResult
+    func read() -> MemoryFigures {
+        let figures = MemoryFigures.now()
+        usedBytes = figures.usedBytes
+        writesUntilReading = Self.writesPerReading
+        return figures
+    }
+}
+
+/// One reading of the process's memory. A value type; any thread.
+struct MemoryFigures: Equatable {
+    /// Bytes malloc has handed out (`mallinfo2`'s `uordblks + hblkhd`).
+    var usedBytes: Int
+    /// Bytes malloc holds free, not returned to the system (`fordblks`).
+    var freeHeldBytes: Int
+    /// The resident set (`/proc/self/statm`), 0 where it cannot be read.
+    var residentBytes: Int
+
+    /// The figures now. Any thread.
+    static func now() -> MemoryFigures {
+        var used = 0
+        var freeHeld = 0
+        taskid_malloc_figures(&used, &freeHeld)
+        return MemoryFigures(usedBytes: used, freeHeldBytes: freeHeld, residentBytes: residentSetBytes())
+    }
+
+    /// The resident set size from `/proc/self/statm` (its second field, in pages).
+    static func residentSetBytes() -> Int {
+        guard let file = fopen("/proc/self/statm", "r") else { return 0 }
+        defer { fclose(file) }
+        var size = 0
+        var resident = 0
+        guard readTwoFields(file, &size, &resident) else { return 0 }
+        return resident * Int(sysconf(Int32(_SC_PAGESIZE)))
+    }
+
+    /// Reads the first two decimal fields of `file`'s first line.
+    private static func readTwoFields(_ file: UnsafeMutablePointer<FILE>, _ first: inout Int, _ second: inout Int)
+        -> Bool
+    {
+        var line = [CChar](repeating: 0, count: 128)
+        guard fgets(&line, Int32(line.count), file) != nil else { return false }
+        let fields = String(cString: line).split(separator: " ")
+        guard fields.count >= 2, let a = Int(fields[0]), let b = Int(fields[1]) else { return false }
+        first = a
+        second = b
+        return true
+    }
+
+    /// Whether malloc holds so much free memory that it is worth returning to the system: more
+    /// than 32 MiB, and more than a quarter of what is in use (a churning server reuses less).
+    var worthTrimming: Bool { freeHeldBytes > 32 << 20 && freeHeldBytes > usedBytes / 4 }
+
+    /// Returns malloc's free memory to the system (`malloc_trim`). Any thread; it locks each
+    /// arena in turn, so it is done on a timer, not per request.
+    static func trim() { _ = taskid_malloc_trim() }
+
+    /// `used_memory_rss / used_memory`, as INFO's `mem_fragmentation_ratio`.
+    var fragmentationRatio: Double { usedBytes > 0 ? Double(residentBytes) / Double(usedBytes) : 0 }
+}

@@ -1,0 +1,50 @@
+import Testing
+import UVLoop
+
+@testable import taskid
+
+/// `--maxmemory`: past the bound, writes are refused with `-OOM` and reads and deletes go on;
+/// INFO reports the memory the bound is measured against.
+@Suite("taskid serve: --maxmemory and INFO's memory")
+struct MaxMemoryTests {
+    @Test func pastTheBoundWritesAreRefusedAndReadsGoOn() async throws {
+        try await withServer { server, clientLoop in
+            let client = TestClient(loop: clientLoop, port: server.port)
+            try await client.connect()
+            try await client.send("SET kept 1\r\n")
+            #expect(try await client.replies(1) == ["+OK"])
+        }
+        // A bound of one byte: any process is past it.
+        try await withServer({ $0.maxMemoryBytes = 1 }) { server, clientLoop in
+            let client = TestClient(loop: clientLoop, port: server.port)
+            try await client.connect()
+            try await client.send(
+                "SET k 1\r\n*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\n2\r\nGET k\r\nDEL k\r\nEXISTS k\r\nTASK.TRACE START 10\r\nPING\r\n"
+            )
+            let replies = try await client.replies(7)
+            let oom = "-" + RegistryServer.outOfMemory
+            #expect(Array(replies[0..<2]) == [oom, oom], "the fast path and the general one")
+            #expect(Array(replies[2..<5]) == ["nil", ":0", ":0"])
+            #expect(replies[5].hasPrefix("-OOM a trace of 10 events a loop takes about"))
+            #expect(replies[6] == "+PONG")
+        }
+    }
+
+    @Test func infoReportsTheMemoryTheBoundIsMeasuredAgainst() async throws {
+        try await withServer({ $0.maxMemoryBytes = 1 << 40 }) { server, clientLoop in
+            let client = TestClient(loop: clientLoop, port: server.port)
+            try await client.connect()
+            try await client.send("INFO\r\n")
+            let info = try #require(try await client.replies(1).first)
+            func field(_ name: String) -> Int? {
+                info.split(separator: "\r\n").first { $0.hasPrefix("=txt:\(name):") || $0.hasPrefix("\(name):") }
+                    .flatMap { Int($0.split(separator: ":").last!) }
+            }
+            #expect((field("used_memory") ?? 0) > 0)
+            #expect((field("used_memory_rss") ?? 0) > 0)
+            #expect(field("maxmemory") == 1 << 40)
+            #expect(info.contains("maxmemory_policy:noeviction"))
+            #expect(info.contains("mem_fragmentation_ratio:"))
+        }
+    }
+}
