@@ -111,7 +111,8 @@ extension RegistryServer {
         RESPReply.arrayHeader(commands.count, into: &out)
         for command in commands {
             // QUIT is never queued, so every command's reply is kept.
-            _ = await run(command, name: Self.commandName(command[0]), session: &session, into: &out)
+            // Unsliced: no other client's command may run between a transaction's.
+            _ = await run(command, name: Self.commandName(command[0]), session: &session, sliced: false, into: &out)
         }
         if let gate {
             gate.leaveExclusive()
@@ -120,9 +121,11 @@ extension RegistryServer {
     }
 
     /// Runs one command (never inside `MULTI`'s queuing); false when the connection must close.
-    /// Front loop only.
+    /// `sliced`: a command over many keys lets the other clients run every `keysPerSlice` keys
+    /// (not inside `EXEC`). Front loop only.
     private func run(
-        _ request: [ArraySlice<UInt8>], name: String, session: inout ClientSession, into out: inout [UInt8]
+        _ request: [ArraySlice<UInt8>], name: String, session: inout ClientSession, sliced: Bool = true,
+        into out: inout [UInt8]
     ) async -> Bool {
         if let refusal = Self.refusal(of: request, name: name) ?? redirection(of: request, name: name) {
             RESPReply.error(refusal, into: &out)
@@ -167,7 +170,9 @@ extension RegistryServer {
                 }
             case "DEL":
                 var removed = 0
-                for key in arguments.map(ServerKey.init) {
+                for (index, argument) in arguments.enumerated() {
+                    if sliced && index > 0 && index % Self.keysPerSlice == 0 { await letOtherClientsRun() }
+                    let key = ServerKey(argument)
                     let existed = try await registry.onShard(for: key) { shard throws -> Bool in
                         let existed = try shard.contains(key)
                         try shard.remove(key)
@@ -178,7 +183,9 @@ extension RegistryServer {
                 RESPReply.integer(removed, into: &out)
             case "EXISTS":
                 var count = 0
-                for key in arguments.map(ServerKey.init) {
+                for (index, argument) in arguments.enumerated() {
+                    if sliced && index > 0 && index % Self.keysPerSlice == 0 { await letOtherClientsRun() }
+                    let key = ServerKey(argument)
                     if try await registry.onShard(for: key, { try $0.contains(key) }) { count += 1 }
                 }
                 RESPReply.integer(count, into: &out)
@@ -240,6 +247,19 @@ extension RegistryServer {
             RESPReply.error("ERR \(error)", into: &out)
         }
         return true
+    }
+
+    /// Keys a command over many keys (`EXISTS`, `DEL`) handles before the other clients get a
+    /// turn: about a millisecond of work, so that one command over ten million keys holds
+    /// another client's PING no longer than a burst of requests does. Any thread.
+    static let keysPerSlice = 4096
+
+    /// Lets the other clients run: leaves the transaction gate (held while this client's
+    /// requests run), waits for the loop's next poll, and enters it again. Front loop only.
+    func letOtherClientsRun() async {
+        gate?.leave()
+        await yieldToOtherClients()
+        await gate?.enter()
     }
 
     /// Why `request` cannot run (an unknown command, or the wrong number of arguments), as

@@ -87,6 +87,9 @@ struct RESPParser {
         position = 0
     }
 
+    /// A bulk this long gets its room reserved when its header arrives. Any thread.
+    static let largeBulkBytes = 1 << 20
+
     /// The largest buffer kept between requests: a burst of small requests reuses it. Any
     /// thread.
     static let keptCapacity = 1 << 20
@@ -253,7 +256,13 @@ struct RESPParser {
             // Redis's answers: a bulk past `proto-max-bulk-len` is an invalid length.
             guard length <= limits.maxBulkBytes else { throw RESPProtocolError(message: "invalid bulk length") }
             guard dataStart + length + 2 - position <= limits.maxQueryBufferBytes else { throw queryBufferFull() }
-            guard dataStart + length + 2 <= buffer.count else { return try needMore(&arguments, count, parsed, cursor) }
+            guard dataStart + length + 2 <= buffer.count else {
+                // A large bulk still arriving: room for all of it at once, so that the buffer is
+                // not copied again at each doubling while a 512 MiB value comes in (each copy
+                // held the loop, and every other client, for a moment).
+                if length >= Self.largeBulkBytes { buffer.reserveCapacity(dataStart + length + 2) }
+                return try needMore(&arguments, count, parsed, cursor)
+            }
             guard buffer[dataStart + length] == UInt8(ascii: "\r"), buffer[dataStart + length + 1] == UInt8(ascii: "\n")
             else {
                 throw RESPProtocolError(message: "bulk string not terminated by CRLF")

@@ -458,7 +458,7 @@ final class RegistryServer: Sendable {
     /// turn's timer phase, after the poll that reads the other clients' requests. (A plain
     /// `Task.yield()` would run again before that poll: the loop runs its queued jobs first.)
     /// Front loop only.
-    private func yieldToOtherClients() async {
+    func yieldToOtherClients() async {
         try? await frontLoop.clock.sleep(for: .zero)
     }
 }

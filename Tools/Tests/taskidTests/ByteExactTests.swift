@@ -20,6 +20,19 @@ struct ByteExactTests {
         }
     }
 
+    /// Long ids compare by their bytes (with `memcmp`): equal contents in two buffers are
+    /// equal, one byte different or one byte longer is not, and inline never equals long.
+    @Test func longIdsCompareByTheirBytes() {
+        let value = [UInt8](repeating: 7, count: 1 << 20)
+        var other = value
+        #expect(ServerID(value) == ServerID(Array(value)))
+        other[other.count - 1] = 8
+        #expect(ServerID(value) != ServerID(other))
+        #expect(ServerID(value) != ServerID(value + [7]))
+        #expect(ServerID([UInt8](repeating: 7, count: 15)) != ServerID([UInt8](repeating: 7, count: 16)))
+        #expect(ServerID("short") == ServerID("short") && ServerID("short") != ServerID("shorT"))
+    }
+
     @Test(arguments: [0, 23])
     func keysThatAreEqualStringsButDifferentBytesAreTwoKeys(prefixLength: Int) async throws {
         // 23 `x` puts both keys past the 24 bytes kept inline; 0 keeps them inline.
