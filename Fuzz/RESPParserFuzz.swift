@@ -18,7 +18,9 @@ public func fuzzRESPParser(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
                 precondition(!request.isEmpty, "an empty request was returned")
                 precondition(request.count <= limits.maxArguments, "argument limit exceeded")
                 precondition(request.reduce(0) { $0 + $1.count } <= limits.maxQueryBufferBytes, "size limit exceeded")
-                precondition(request.allSatisfy { $0.count <= limits.maxBulkBytes }, "bulk limit exceeded")
+                // A bulk is held to the bulk limit; an inline word only to the inline line's.
+                let longest = max(limits.maxBulkBytes, min(RESPLimits.maxInlineBytes, limits.maxQueryBufferBytes))
+                precondition(request.allSatisfy { $0.count <= longest }, "argument limit exceeded")
             }
         } catch {
             return 0  // a protocol error closes the connection; nothing more is parsed

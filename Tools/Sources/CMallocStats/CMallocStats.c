@@ -9,9 +9,14 @@
 #include <malloc.h>
 
 void taskid_malloc_figures(size_t *used, size_t *free_held) {
+#if __GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33)
     struct mallinfo2 info = mallinfo2();
-    *used = info.uordblks + info.hblkhd;
-    *free_held = info.fordblks;
+#else
+    // Before glibc 2.33: the int fields of mallinfo, which wrap past 2 GiB.
+    struct mallinfo info = mallinfo();
+#endif
+    *used = (size_t)info.uordblks + (size_t)info.hblkhd;
+    *free_held = (size_t)info.fordblks;
 }
 
 int taskid_malloc_trim(void) { return malloc_trim(0); }

@@ -10,11 +10,8 @@ extension RegistryServer {
     /// `refusal(of:name:)`. Any thread.
     func accessDenial(of request: [ArraySlice<UInt8>], name: String, session: ClientSession) -> String? {
         guard let user = session.user else {
-            if name == "HELLO" && !request.dropFirst(2).contains(where: { Self.commandName($0) == "AUTH" }) {
-                return "NOAUTH HELLO must be called with the client already authenticated, otherwise the "
-                    + "HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select "
-                    + "the RESP protocol version at the same time"
-            }
+            // HELLO decides itself, once it has parsed its options (`hello`): only its AUTH
+            // option lets it run.
             return Self.commandsBeforeAuthentication.contains(name) ? nil : "NOAUTH Authentication required."
         }
         guard Self.commandArity[name] != nil, !Self.commandsBeforeAuthentication.contains(name),
@@ -47,6 +44,13 @@ extension RegistryServer {
             "authentication failed", metadata: ["client": "\(session.id)", "user": "\(QuotedText.excerpt(name))"])
         return nil
     }
+
+    /// Redis's answer to a HELLO without its AUTH option from a client that has not logged in.
+    /// Any thread.
+    static let helloBeforeAuthentication =
+        "NOAUTH HELLO must be called with the client already authenticated, otherwise the "
+        + "HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select "
+        + "the RESP protocol version at the same time"
 
     /// Redis's answer to a wrong user name or password, or a user that is off. Any thread.
     static let wrongPassword = "WRONGPASS invalid username-password pair or user is disabled."

@@ -19,7 +19,7 @@ extension RegistryServer {
             return true
         }
         do {
-            try declare(key: ServerKey(request[1]), id: ServerID(request[2]))
+            try declare(key: ServerKey(request[1]), id: ServerID(taking: request[2]))
             out.append(contentsOf: Self.okReply)
         } catch {
             RESPReply.error("ERR \(error)", into: &out)
@@ -57,8 +57,13 @@ extension RegistryServer {
             // refused now, and dooms the transaction. Past the queue's cap, the same: the queue
             // is let go at once.
             var slots = session.transaction.slots
+            // As Redis: a write queued past --maxmemory is refused now, and dooms the transaction.
+            let outOfMemory =
+                name == "SET" && configuration.maxMemoryBytes > 0 && memory.value.refusesWrites()
+                ? Self.outOfMemory : nil
             let refusal =
-                Self.refusal(of: request, name: name) ?? clusterRefusal(of: request, name: name, noting: &slots)
+                Self.refusal(of: request, name: name) ?? outOfMemory
+                ?? clusterRefusal(of: request, name: name, noting: &slots)
             guard case .queuing(var queue) = session.transaction else {
                 // Doomed already: Redis queues what it can all the same (EXEC aborts anyway);
                 // this server answers as it does and keeps only the slots.
@@ -156,14 +161,14 @@ extension RegistryServer {
                     RESPReply.error(Self.outOfMemory, into: &out)
                     return true
                 }
-                try declare(key: ServerKey(request[1]), id: ServerID(request[2]))
+                try declare(key: ServerKey(request[1]), id: ServerID(taking: request[2]))
                 RESPReply.simple("OK", into: &out)
             case "GET":
                 let key = ServerKey(request[1])
                 if let result = try await registry.onShard(for: key, { try $0.result(of: key, as: ServerResult.self) })
                 {
                     RESPReply.arrayHeader(2, into: &out)
-                    RESPReply.bulk(result.id.bytes, into: &out)
+                    RESPReply.bulk(result.id.byteSlice, into: &out)
                     RESPReply.bulk(String(result.generation).utf8, into: &out)
                 } else {
                     RESPReply.null(version, into: &out)

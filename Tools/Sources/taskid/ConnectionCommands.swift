@@ -34,7 +34,11 @@ extension RegistryServer {
                 }
             }
         }
-        // Nothing changes unless the whole command is valid, and its AUTH too.
+        // Nothing changes unless the whole command is valid, and its AUTH too; a client that has
+        // not logged in gets nothing without that option (not even the server's description).
+        guard session.user != nil || credentials != nil else {
+            return RESPReply.error(Self.helloBeforeAuthentication, into: &out)
+        }
         if let credentials {
             guard let user = authenticate(name: credentials.user, password: credentials.password, session: &session)
             else { return RESPReply.error(Self.wrongPassword, into: &out) }

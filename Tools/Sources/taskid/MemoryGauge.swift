@@ -89,9 +89,14 @@ struct MemoryFigures: Equatable {
         return true
     }
 
-    /// Whether malloc holds so much free memory that it is worth returning to the system: more
-    /// than 32 MiB, and more than a quarter of what is in use (a churning server reuses less).
-    var worthTrimming: Bool { freeHeldBytes > 32 << 20 && freeHeldBytes > usedBytes / 4 }
+    /// Whether the resident set is so far above what is in use that malloc's free memory is
+    /// worth returning to the system: by more than 32 MiB and more than a quarter of what is in
+    /// use. Judged on the resident set, not on malloc's free figure, which a trim does not
+    /// lower (the chunks stay free, their pages go): after a trim this turns false, so a
+    /// fragmented heap is not trimmed again every second.
+    var worthTrimming: Bool {
+        residentBytes > 0 && residentBytes - usedBytes > 32 << 20 && residentBytes - usedBytes > usedBytes / 4
+    }
 
     /// Returns malloc's free memory to the system (`malloc_trim`). Any thread; it locks each
     /// arena in turn, so it is done on a timer, not per request.

@@ -51,7 +51,9 @@ struct OutputBufferLimit: Sendable, Equatable, ExpressibleByArgument, CustomStri
             overSoftSince = now()
             return softSeconds == 0 ? .soft : nil
         }
-        return now() &- since >= UInt64(softSeconds) * 1_000_000_000 ? .soft : nil
+        // Seconds past what nanoseconds can count never elapse.
+        let (window, overflow) = UInt64(softSeconds).multipliedReportingOverflow(by: 1_000_000_000)
+        return !overflow && now() &- since >= window ? .soft : nil
     }
 
     /// Which limit a client passed.

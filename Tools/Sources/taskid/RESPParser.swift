@@ -64,6 +64,14 @@ struct RESPParser {
         var cursor: Int
     }
 
+    /// The client has not authenticated yet, and must: requests are held to
+    /// `argumentsBeforeLogin` arguments of `bulkBytesBeforeLogin` bytes (Redis's bounds for an
+    /// unauthenticated client). Set by the connection before each request it parses.
+    var isUnauthenticated = false
+    /// Redis's bounds on an unauthenticated client's requests. Any thread.
+    static let argumentsBeforeLogin = 10
+    static let bulkBytesBeforeLogin = 16 * 1024
+
     init(limits: RESPLimits = RESPLimits()) { self.limits = limits }
 
     /// Appends received bytes.
@@ -230,6 +238,11 @@ struct RESPParser {
                 throw RESPProtocolError(message: "invalid multibulk length")
             }
             guard declared <= limits.maxArguments else { throw tooManyArguments(declared) }
+            // Before login, Redis's own bounds: a client that has not authenticated cannot make
+            // the server hold a large request (its count is refused before any byte is kept).
+            guard !isUnauthenticated || declared <= Self.argumentsBeforeLogin else {
+                throw RESPProtocolError(message: "unauthenticated multibulk length")
+            }
             cursor = headerEnd + 2
             if declared <= 0 {
                 position = cursor
@@ -255,6 +268,9 @@ struct RESPParser {
             let dataStart = lengthEnd + 2
             // Redis's answers: a bulk past `proto-max-bulk-len` is an invalid length.
             guard length <= limits.maxBulkBytes else { throw RESPProtocolError(message: "invalid bulk length") }
+            guard !isUnauthenticated || length <= Self.bulkBytesBeforeLogin else {
+                throw RESPProtocolError(message: "unauthenticated bulk length")
+            }
             guard dataStart + length + 2 - position <= limits.maxQueryBufferBytes else { throw queryBufferFull() }
             guard dataStart + length + 2 <= buffer.count else {
                 // A large bulk still arriving: room for all of it at once, so that the buffer is

@@ -298,7 +298,13 @@ struct ServeCommand: AsyncParsableCommand {
         try check("--timeout-ms", timeoutMilliseconds, in: 0...86_400_000)
         try check("--max-running", maxRunning, in: 0...1_000_000)
         try check("--max-clients", maxClients, in: 1...1_000_000)
-        if let maxRequestBytes { try check("--max-request-bytes", maxRequestBytes, in: 64...(1 << 30)) }
+        if let maxRequestBytes {
+            try check("--max-request-bytes", maxRequestBytes, in: 64...(1 << 30))
+            guard clientQueryBufferLimit.bytes == RESPLimits.defaultMaxQueryBufferBytes else {
+                throw ValidationError(
+                    "--max-request-bytes is the deprecated name of --client-query-buffer-limit: give one of them")
+            }
+        }
         try check("--client-query-buffer-limit", queryBufferLimit, in: 64...(1 << 40))
         if let protoMaxBulkLen {
             try check("--proto-max-bulk-len", protoMaxBulkLen.bytes, in: 1...(1 << 40))

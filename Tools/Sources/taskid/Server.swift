@@ -133,18 +133,14 @@ final class RegistryServer: Sendable {
     private func watchMemory() async {
         while !front.value.stopping {
             do { try await frontLoop.clock.sleep(for: .seconds(1)) } catch { return }
-            if memory.value.read().worthTrimming { MemoryFigures.trim() }
+            // Off the loop: a trim locks each arena in turn and walks its free chunks.
+            if memory.value.read().worthTrimming { await Task.detached { MemoryFigures.trim() }.value }
         }
     }
 
     /// Accepts until `stop`. Front loop only.
     private func acceptLoop(_ listener: TCPListener) async {
         while !front.value.stopping {
-            // Refusals hold a descriptor each until the client has its answer: past this many
-            // at once, clients wait in the listen backlog, to be answered rather than dropped.
-            while front.value.refusals.count >= Self.refusalsAtOnce && !front.value.stopping {
-                try? await frontLoop.clock.sleep(for: .milliseconds(5))
-            }
             let connection: TCPConnection
             do {
                 connection = try await listener.accept()
@@ -170,9 +166,7 @@ final class RegistryServer: Sendable {
             if configuration.protectedMode && configuration.access.isOpenToAnyone,
                 connection.peerAddress?.isLoopback != true
             {
-                logger.warning(
-                    "client from another host refused: protected mode (no password is set)",
-                    metadata: ["address": "\(connection.peerAddress.map { "\($0)" } ?? "unknown")"])
+                noteProtectedModeRefusal(of: connection)
                 refuse(connection, answering: Self.protectedModeDenial)
                 continue
             }
@@ -187,6 +181,24 @@ final class RegistryServer: Sendable {
         }
     }
 
+    /// Logs a client refused by protected mode: the first, then at most one line a second with
+    /// how many were refused since (a host trying again and again cannot flood the log).
+    /// Front loop only.
+    private func noteProtectedModeRefusal(of connection: TCPConnection) {
+        let now = MonotonicClock.nanoseconds()
+        front.value.protectedModeRefusalsUnlogged += 1
+        guard now &- front.value.protectedModeLoggedAt >= 1_000_000_000 || front.value.protectedModeLoggedAt == 0
+        else { return }
+        logger.warning(
+            "clients from another host refused: protected mode (no password is set)",
+            metadata: [
+                "address": "\(connection.peerAddress.map { "\($0)" } ?? "unknown")",
+                "refused_since_last_line": "\(front.value.protectedModeRefusalsUnlogged)",
+            ])
+        front.value.protectedModeLoggedAt = now
+        front.value.protectedModeRefusalsUnlogged = 0
+    }
+
     /// The most clients being refused at once (`refuse`). Any thread.
     static let refusalsAtOnce = 16
 
@@ -196,6 +208,16 @@ final class RegistryServer: Sendable {
     /// connection, and the reset can destroy the answer in flight). One second at most. Front
     /// loop only.
     private func refuse(_ connection: TCPConnection, answering error: String) {
+        // Past `refusalsAtOnce` lingering refusals (a peer that trickles bytes keeps one open
+        // for its second), the answer is sent as the socket takes it and the connection closed
+        // at once: refusing never slows accepting for the clients that are served.
+        guard front.value.refusals.count < Self.refusalsAtOnce else {
+            var reply: [UInt8] = []
+            RESPReply.error(error, into: &reply)
+            try? connection.send(reply)
+            connection.close()
+            return
+        }
         let number = front.value.nextRefusalNumber
         front.value.nextRefusalNumber += 1
         let clock = frontLoop.clock
@@ -345,6 +367,8 @@ final class RegistryServer: Sendable {
             var executedThisTurn = 0
             while keepOpen {
                 do {
+                    // Bounded until it logs in (an AUTH earlier in this batch counts).
+                    parser.isUnauthenticated = session.user == nil
                     guard try parser.next(into: &request) else { break }
                 } catch {
                     RESPReply.error("ERR \(error)", into: &output)
@@ -506,6 +530,9 @@ struct FrontLoopState {
     var nextClientID: UInt64 = 1  // as Redis, client ids start at 1
     /// Clients past `--max-clients` being answered and closed (`refuse`), by number.
     var refusals: [UInt64: Task<Void, Never>] = [:]
+    /// When protected mode last logged a refusal (`MonotonicClock`), and the refusals since.
+    var protectedModeLoggedAt: UInt64 = 0
+    var protectedModeRefusalsUnlogged = 0
     var nextRefusalNumber: UInt64 = 0
     /// Requests executed so far, counted per turn (INFO's `total_commands_processed`).
     var commandsProcessed = 0

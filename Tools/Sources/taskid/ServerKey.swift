@@ -57,16 +57,21 @@ struct ServerKey: Hashable, Sendable, CustomStringConvertible {
 /// without a heap box (an existential keeps up to 24 bytes inline), as it did the small
 /// `String`s ids were before. A value type; any thread.
 struct ServerID: Hashable, Sendable, CustomStringConvertible {
-    private enum Storage: Hashable {
+    private enum Storage {
         /// The bytes, zero-padded, and their count in the last byte of the second word.
         case inline(UInt64, UInt64)
         case long([UInt8])
+        /// A large id left where it arrived, in the request's buffer (see `init(taking:)`).
+        case shared(SharedBytes)
     }
 
     private let storage: Storage
 
     /// The most bytes kept inline: two words less the count byte.
     static let inlineCapacity = 15
+
+    /// From this size an id taken from a request keeps the request's buffer rather than a copy.
+    static let sharedFromBytes = 1 << 20
 
     init<Bytes: Collection>(_ bytes: Bytes) where Bytes.Element == UInt8 {
         let count = bytes.count
@@ -82,37 +87,82 @@ struct ServerID: Hashable, Sendable, CustomStringConvertible {
         }
     }
 
-    init(_ text: String) { self.init(Array(text.utf8)) }
-
-    /// Compares the bytes with `memcmp`: a SET of the same 512 MiB id again compares it with
-    /// the stored one, and `Array`'s element-wise `==` held the loop for tens of milliseconds.
-    static func == (lhs: ServerID, rhs: ServerID) -> Bool {
-        switch (lhs.storage, rhs.storage) {
-        case (.inline(let a0, let a1), .inline(let b0, let b1)):
-            return a0 == b0 && a1 == b1
-        case (.long(let a), .long(let b)):
-            guard a.count == b.count else { return false }
-            return a.withUnsafeBytes { a in
-                b.withUnsafeBytes { b in memcmp(a.baseAddress!, b.baseAddress!, a.count) == 0 }
-            }
-        case (.inline, .long), (.long, .inline):
-            return false
+    /// The id a request carries, as `bytes`: a large one (from `sharedFromBytes`) is not
+    /// copied but kept in the request's buffer, which it keeps alive. Copying 512 MiB (and
+    /// faulting in its pages) held the loop for hundreds of milliseconds; the parser reserves
+    /// a large bulk's room exactly, so the buffer is about the id's size, and it frees its own
+    /// reference once the request has run (`RESPParser.releaseConsumedBuffer`).
+    init(taking bytes: ArraySlice<UInt8>) {
+        if bytes.count >= Self.sharedFromBytes {
+            self.init(storage: .shared(SharedBytes(bytes)))
+        } else {
+            self.init(bytes)
         }
     }
 
-    /// The id's bytes, exactly as the client sent them.
-    var bytes: [UInt8] {
+    private init(storage: Storage) { self.storage = storage }
+
+    init(_ text: String) { self.init(Array(text.utf8)) }
+
+    /// Runs `body` on the id's bytes, wherever they are kept.
+    func withBytes<Result>(_ body: (UnsafeRawBufferPointer) throws -> Result) rethrows -> Result {
         switch storage {
-        case .long(let bytes):
-            return bytes
         case .inline(let word0, let word1):
             var words = (word0, word1)
-            return withUnsafeBytes(of: &words) { Array($0.prefix(Int($0[15]))) }
+            return try withUnsafeBytes(of: &words) {
+                try body(UnsafeRawBufferPointer(rebasing: $0.prefix(Int($0[15]))))
+            }
+        case .long(let bytes):
+            return try bytes.withUnsafeBytes(body)
+        case .shared(let shared):
+            return try shared.bytes.withUnsafeBytes(body)
+        }
+    }
+
+    /// Compares the bytes with `memcmp`, whatever keeps them: a SET of the same 512 MiB id again
+    /// compares it with the stored one, and `Array`'s element-wise `==` held the loop for tens
+    /// of milliseconds.
+    static func == (lhs: ServerID, rhs: ServerID) -> Bool {
+        if case .inline(let a0, let a1) = lhs.storage, case .inline(let b0, let b1) = rhs.storage {
+            return a0 == b0 && a1 == b1
+        }
+        return lhs.withBytes { a in
+            rhs.withBytes { b in
+                a.count == b.count && (a.count == 0 || memcmp(a.baseAddress!, b.baseAddress!, a.count) == 0)
+            }
+        }
+    }
+
+    func hash(into hasher: inout Hasher) {
+        withBytes { hasher.combine(bytes: $0) }
+    }
+
+    /// The id's bytes, exactly as the client sent them (a copy, for a large id).
+    var bytes: [UInt8] {
+        switch storage {
+        case .long(let bytes): return bytes
+        case .inline, .shared: return withBytes { Array($0) }
+        }
+    }
+
+    /// The id's bytes without a copy where they are kept in an array: for a reply.
+    var byteSlice: ArraySlice<UInt8> {
+        switch storage {
+        case .long(let bytes): return bytes[...]
+        case .shared(let shared): return shared.bytes
+        case .inline: return bytes[...]
         }
     }
 
     /// The id as text, for logs and tests (invalid UTF-8 shows as U+FFFD; never compared).
     var description: String { String(decoding: bytes, as: UTF8.self) }
+}
+
+/// A large id's bytes, left in the buffer they arrived in. A class, so that an id stays one
+/// word wide whatever keeps it. Immutable; any thread.
+final class SharedBytes: Sendable {
+    let bytes: ArraySlice<UInt8>
+    init(_ bytes: ArraySlice<UInt8>) { self.bytes = bytes }
 }
 
 /// Copies bytes into the zeroed words of an inline key or id. Any thread.

@@ -37,6 +37,11 @@ struct ServerService: Service {
             throw DescriptorBudgetError()
         }
         configuration.maxClients = fitted.maxClients
+        if configuration.maxMemoryBytes > 0 && MemoryFigures.now().usedBytes == 0 {
+            logger.warning(
+                "--maxmemory cannot be enforced here: this C library does not report the memory malloc has handed out (glibc's mallinfo), so no write will be refused"
+            )
+        }
         let server: RegistryServer
         do {
             server = try RegistryServer(configuration: configuration, logger: logger)

@@ -48,6 +48,41 @@ struct AuthTests {
         }
     }
 
+    /// HELLO runs before login only with its AUTH option: not with a client name that reads
+    /// "AUTH" (found in review).
+    @Test func helloWithoutItsAuthOptionTellsNothingBeforeLogin() async throws {
+        try await withServer(Self.withPassword) { server, clientLoop in
+            let client = TestClient(loop: clientLoop, port: server.port)
+            try await client.connect()
+            try await client.send("HELLO 3 SETNAME AUTH\r\nCLIENT GETNAME\r\n")
+            let replies = try await client.replies(2)
+            #expect(replies[0] == "-" + RegistryServer.helloBeforeAuthentication)
+            #expect(replies[1] == "-NOAUTH Authentication required.")
+        }
+    }
+
+    /// Before login a request is held to Redis's bounds (10 arguments, 16 KiB each): a client
+    /// that has not logged in cannot make the server reserve or buffer a large request.
+    @Test func beforeLoginALargeRequestIsAProtocolError() async throws {
+        try await withServer(Self.withPassword) { server, clientLoop in
+            let big = TestClient(loop: clientLoop, port: server.port)
+            try await big.connect()
+            try await big.send("*1\r\n$536870912\r\n")
+            #expect(try await big.replies(1) == ["-ERR Protocol error: unauthenticated bulk length"])
+            #expect(try await big.isClosedByServer())
+            let many = TestClient(loop: clientLoop, port: server.port)
+            try await many.connect()
+            try await many.send("*11\r\n")
+            #expect(try await many.replies(1) == ["-ERR Protocol error: unauthenticated multibulk length"])
+            let after = TestClient(loop: clientLoop, port: server.port)
+            try await after.connect()
+            try await after.send(command: Array("AUTH".utf8), Array("s3cret".utf8))
+            try await after.send(command: Array("ECHO".utf8), [UInt8](repeating: 1, count: 100_000))
+            let replies = try await after.replies(2)
+            #expect(replies[0] == "+OK" && replies[1].count == 100_002, "once logged in, the usual limits")
+        }
+    }
+
     @Test func aPasswordWhereNoneIsSetIsAnError() async throws {
         try await withServer { server, clientLoop in
             let client = TestClient(loop: clientLoop, port: server.port)

@@ -33,6 +33,22 @@ struct ByteExactTests {
         #expect(ServerID("short") == ServerID("short") && ServerID("short") != ServerID("shorT"))
     }
 
+    /// A large id taken from a request keeps the request's bytes, and is the same id as a copy:
+    /// equal, hashed alike, and read back byte for byte.
+    @Test func aLargeIdTakenFromARequestIsTheSameIdAsACopy() {
+        let request = [UInt8](repeating: 1, count: 10) + (0..<(ServerID.sharedFromBytes + 5)).map { UInt8($0 & 0xFF) }
+        let slice = request[10...]
+        let taken = ServerID(taking: slice)
+        let copied = ServerID(Array(slice))
+        #expect(taken == copied && copied == taken)
+        #expect(taken.hashValue == copied.hashValue)
+        #expect(taken.byteSlice.elementsEqual(slice) && taken.bytes == Array(slice))
+        #expect(ServerID(taking: request[0..<20]) == ServerID(Array(request[0..<20])), "a small one is copied")
+        var other = Array(slice)
+        other[0] ^= 1
+        #expect(taken != ServerID(taking: other[...]))
+    }
+
     @Test(arguments: [0, 23])
     func keysThatAreEqualStringsButDifferentBytesAreTwoKeys(prefixLength: Int) async throws {
         // 23 `x` puts both keys past the 24 bytes kept inline; 0 keeps them inline.

@@ -44,13 +44,14 @@ struct CommandLineTests {
     }
 
     /// `--max-request-bytes` always counted the whole request: it stays, deprecated, as
-    /// `--client-query-buffer-limit`, and the new name wins when both are given.
+    /// `--client-query-buffer-limit`; the two at once are refused.
     @Test func theOldRequestLimitIsTheQueryBufferLimit() throws {
         let old = try ServeCommand.parse(["--max-request-bytes", "4096"])
         #expect(try old.serverConfiguration.requestLimits.maxQueryBufferBytes == 4096)
-        let both = try ServeCommand.parse(["--max-request-bytes", "4096", "--client-query-buffer-limit", "8kb"])
-        #expect(try both.serverConfiguration.requestLimits.maxQueryBufferBytes == 8192)
-        #expect(try both.serverConfiguration.requestLimits.maxBulkBytes == 8192, "the bulk limit follows, unless given")
+        #expect(try old.serverConfiguration.requestLimits.maxBulkBytes == 4096, "the bulk limit follows, unless given")
+        #expect(throws: (any Error).self, "both names at once") {
+            _ = try ServeCommand.parse(["--max-request-bytes", "4096", "--client-query-buffer-limit", "8kb"])
+        }
     }
 
     /// Sizes as Redis writes them: k, m, g are powers of 1000; kb, mb, gb of 1024; any case.

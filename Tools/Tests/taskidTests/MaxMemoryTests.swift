@@ -27,6 +27,12 @@ struct MaxMemoryTests {
             #expect(Array(replies[2..<5]) == ["nil", ":0", ":0"])
             #expect(replies[5].hasPrefix("-OOM a trace of 10 events a loop takes about"))
             #expect(replies[6] == "+PONG")
+            // Inside MULTI, as Redis: refused when queued, and EXEC aborts.
+            try await client.send("MULTI\r\nSET k 3\r\nEXEC\r\n")
+            #expect(
+                try await client.replies(3) == [
+                    "+OK", oom, "-EXECABORT Transaction discarded because of previous errors.",
+                ])
         }
     }
 

@@ -33,6 +33,13 @@ struct OutputBufferLimitTests {
         #expect(limit.exceeded(queuedBytes: 500, now: 4 * second, overSoftSince: &since) == .soft)
     }
 
+    /// Seconds past what nanoseconds can count never elapse (found in review: they trapped).
+    @Test func aSoftLimitOfCountlessSecondsNeverFires() {
+        let forever = OutputBufferLimit(hardBytes: 0, softBytes: 10, softSeconds: 99_999_999_999)
+        var since: UInt64? = 0
+        #expect(forever.exceeded(queuedBytes: 11, now: .max, overSoftSince: &since) == nil)
+    }
+
     @Test func zeroTurnsALimitOff() {
         var since: UInt64?
         let off = OutputBufferLimit(hardBytes: 0, softBytes: 0, softSeconds: 0)
