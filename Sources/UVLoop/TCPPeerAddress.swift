@@ -34,14 +34,14 @@ public struct TCPPeerAddress: Sendable, Equatable, CustomStringConvertible {
                     var copy = address.pointee
                     guard uv_ip4_name(&copy, &text, text.count) == 0 else { return nil }
                     let firstOctet = UInt32(bigEndian: address.pointee.sin_addr.s_addr) >> 24
-                    return (String(cString: text), Int(UInt16(bigEndian: address.pointee.sin_port)), firstOctet == 127)
+                    return (Self.string(text), Int(UInt16(bigEndian: address.pointee.sin_port)), firstOctet == 127)
                 }
             }
             if family == AF_INET6 {
                 return pointer.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { address in
                     var copy = address.pointee
                     guard uv_ip6_name(&copy, &text, text.count) == 0 else { return nil }
-                    var host = String(cString: text)
+                    var host = Self.string(text)
                     if host.hasPrefix("::ffff:") && host.contains(".") { host.removeFirst("::ffff:".count) }
                     let isLoopback = host == "::1" || host.hasPrefix("127.")
                     return (host, Int(UInt16(bigEndian: address.pointee.sin6_port)), isLoopback)
@@ -53,6 +53,13 @@ public struct TCPPeerAddress: Sendable, Equatable, CustomStringConvertible {
         self.host = host
         self.port = port
         self.isLoopback = isLoopback
+    }
+}
+
+extension TCPPeerAddress {
+    /// The text of a NUL-terminated C string written into `characters`.
+    fileprivate static func string(_ characters: [CChar]) -> String {
+        String(decoding: characters.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 }
 

@@ -82,7 +82,8 @@ struct MemoryFigures: Equatable {
     {
         var line = [CChar](repeating: 0, count: 128)
         guard fgets(&line, Int32(line.count), file) != nil else { return false }
-        let fields = String(cString: line).split(separator: " ")
+        let text = String(decoding: line.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        let fields = text.split(separator: " ")
         guard fields.count >= 2, let a = Int(fields[0]), let b = Int(fields[1]) else { return false }
         first = a
         second = b

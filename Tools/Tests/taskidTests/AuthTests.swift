@@ -135,7 +135,7 @@ struct AuthTests {
                 let ipv4 = UnsafeRawPointer(address).assumingMemoryBound(to: sockaddr_in.self)
                 var inAddress = ipv4.pointee.sin_addr
                 if inet_ntop(AF_INET, &inAddress, &text, socklen_t(text.count)) != nil {
-                    let host = String(cString: text)
+                    let host = String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
                     if !host.hasPrefix("127.") { return host }
                 }
             }
