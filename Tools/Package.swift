@@ -34,10 +34,18 @@ let package = Package(
     targets: [
         // glibc's malloc figures (mallinfo2, malloc_trim) for INFO and --maxmemory.
         .target(name: "CMallocStats"),
+        // OpenSSL, the system's, for `--tls-port`: sessions over libuv's sockets through memory
+        // buffers (docs/SERVER.md says why OpenSSL rather than swift-nio-ssl, measured).
+        .systemLibrary(
+            name: "COpenSSL",
+            pkgConfig: "openssl",
+            providers: [.apt(["libssl-dev"]), .brew(["openssl@3"])]
+        ),
         .executableTarget(
             name: "taskid",
             dependencies: [
                 "CMallocStats",
+                "COpenSSL",
                 .product(name: "TaskIdentity", package: "TaskIdentity"),
                 .product(name: "UVLoop", package: "TaskIdentity"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),

@@ -35,6 +35,10 @@ struct DrainReport: Sendable, Equatable {
 struct FrontLoopState {
     var listener: TCPListener?
     var acceptTask: Task<Void, Never>?
+    /// `--tls-port`'s listener and accept loop, and the context its sessions share.
+    var tlsListener: TCPListener?
+    var tlsAcceptTask: Task<Void, Never>?
+    let tls: TLSContext?
     /// `watchMemory`, until the stop cancels it.
     var memoryTask: Task<Void, Never>?
     var clients: [UInt64: ClientEntry] = [:]
@@ -56,4 +60,7 @@ struct FrontLoopState {
     var traceReplyInProgress = false
     /// On etcd, the number of the view of the cluster served now (`updateCluster`).
     var clusterViewNumber: UInt64 = 0
+
+    /// No client yet; TLS sessions made from `tls`, if given.
+    init(tls: TLSContext? = nil) { self.tls = tls }
 }

@@ -21,14 +21,21 @@ struct ReadyLine: Codable, Equatable, Sendable {
     var event = "ready"
     /// The address listened on, as given by `--host`.
     var host: String
-    /// The port actually bound.
+    /// The port actually bound: the plain TCP port, or with `--tls-only` the TLS port.
     var port: Int
+    /// The TLS port actually bound (`--tls-port`); absent from the line without TLS.
+    var tlsPort: Int?
     /// Event loops (registry shards).
     var loops: Int
     /// `taskidVersion`.
     var version = taskidVersion
     /// The server's process id, for the signal that stops it.
     var pid: Int32
+
+    /// The line's keys: `tls_port` as the line spells it.
+    enum CodingKeys: String, CodingKey {
+        case event, host, port, tlsPort = "tls_port", loops, version, pid
+    }
 
     /// The line's text: compact JSON in a fixed key order, no newline. Any thread.
     var json: String {
@@ -37,7 +44,8 @@ struct ReadyLine: Codable, Equatable, Sendable {
         // (encoding a String cannot fail, hence the `try!`).
         let encoder = JSONEncoder()
         func quoted(_ text: String) -> String { String(decoding: try! encoder.encode(text), as: UTF8.self) }
-        return "{\"event\":\(quoted(event)),\"host\":\(quoted(host)),\"port\":\(port),"
+        let tls = tlsPort.map { ",\"tls_port\":\($0)" } ?? ""
+        return "{\"event\":\(quoted(event)),\"host\":\(quoted(host)),\"port\":\(port)\(tls),"
             + "\"loops\":\(loops),\"version\":\(quoted(version)),\"pid\":\(pid)}"
     }
 

@@ -266,6 +266,8 @@ struct ServeCommand: AsyncParsableCommand {
             valueName: "yes|no"))
     var protectedMode = YesNo.yes
 
+    @OptionGroup(title: "TLS") var tls: TLSOptions
+
     @Option(help: "Least severe log message written to standard error.")
     var logLevel = LogLevelArgument.info
 
@@ -293,6 +295,9 @@ struct ServeCommand: AsyncParsableCommand {
         _ = try clusterConfiguration()
         _ = try etcdSettings()
         _ = try accessControl()
+        if try tls.settings(plainPort: port, checkingFiles: true)?.only == true && (clusterConfig != nil || etcd != nil) {
+            throw ValidationError("--tls-only cannot serve a cluster: its redirections name the nodes' plain ports")
+        }
         try check("--loops", loops, in: 1...64)
         try check("--debounce-ms", debounceMilliseconds, in: 0...86_400_000)
         try check("--timeout-ms", timeoutMilliseconds, in: 0...86_400_000)
@@ -359,6 +364,7 @@ struct ServeCommand: AsyncParsableCommand {
             configuration.maxRunning = maxRunning
             configuration.work = work
             configuration.maxClients = maxClients
+            configuration.tls = try tls.settings(plainPort: port, checkingFiles: false)
             configuration.requestLimits = RESPLimits(
                 maxBulkBytes: protoMaxBulkLen?.bytes ?? min(RESPLimits.defaultMaxBulkBytes, queryBufferLimit),
                 maxQueryBufferBytes: queryBufferLimit, maxArguments: maxArguments)

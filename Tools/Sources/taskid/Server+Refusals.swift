@@ -25,15 +25,21 @@ extension RegistryServer {
     static let refusalsAtOnce = 16
 
     /// Answers a client that is not served (past `--max-clients`, or from another host in
-    /// protected mode) with `error`, then closes its connection once the client has the answer: the end of the stream after it, and its requests read and
-    /// dropped until it closes or goes quiet (closing with its requests unread would reset the
-    /// connection, and the reset can destroy the answer in flight). One second at most. Front
-    /// loop only.
-    func refuse(_ connection: TCPConnection, answering error: String) {
+    /// protected mode) with `error`, then closes its connection once the client has the answer:
+    /// the end of the stream after it, and its requests read and dropped until it closes or
+    /// goes quiet (closing with its requests unread would reset the connection, and the reset
+    /// can destroy the answer in flight). Over TLS, the handshake comes first, so that the
+    /// answer can be read. One second at most. Front loop only.
+    func refuse(_ connection: TCPConnection, overTLS: Bool, answering error: String) {
         // Past `refusalsAtOnce` lingering refusals (a peer that trickles bytes keeps one open
         // for its second), the answer is sent as the socket takes it and the connection closed
-        // at once: refusing never slows accepting for the clients that are served.
+        // at once: refusing never slows accepting for the clients that are served. (A TLS
+        // client gets no answer then: it would need a handshake, which takes round trips.)
         guard front.value.refusals.count < Self.refusalsAtOnce else {
+            if overTLS {
+                connection.close()
+                return
+            }
             var reply: [UInt8] = []
             RESPReply.error(error, into: &reply)
             try? connection.send(reply)
@@ -47,8 +53,18 @@ extension RegistryServer {
             var reply: [UInt8] = []
             RESPReply.error(error, into: &reply)
             let answer = Task(executorPreference: self.frontLoop) {
-                try? await connection.write(reply)
-                try? await connection.finishWriting(quietPeriod: .milliseconds(100))
+                if overTLS {
+                    guard let stream = self.startTLSSession(on: connection) else { return }
+                    do { try await stream.handshake() } catch {
+                        if let failure = error as? TLSSessionError { self.noteFailedTLSSession(failure, of: connection) }
+                        return
+                    }
+                    try? await stream.write(reply)
+                    try? await stream.finishWriting(quietPeriod: .milliseconds(100))
+                } else {
+                    try? await connection.write(reply)
+                    try? await connection.finishWriting(quietPeriod: .milliseconds(100))
+                }
             }
             let bound = Task(executorPreference: self.frontLoop) {
                 try? await clock.sleep(for: .seconds(1))

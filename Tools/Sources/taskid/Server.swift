@@ -39,8 +39,11 @@ final class RegistryServer: Sendable {
     let front: LoopBound<FrontLoopState>
     /// `used_memory`, and the `--maxmemory` bound on writes. Front loop only.
     let memory: LoopBound<MemoryGauge>
-    /// The bound port, 0 before `start`; read by tests and INFO from other threads.
-    private let boundPort = Atomic<Int>(0)
+    /// The bound port, 0 before `start`; read by tests and INFO from other threads. With
+    /// `--tls-only`, the TLS port.
+    let boundPort = Atomic<Int>(0)
+    /// The bound TLS port (`--tls-port`), 0 before `start` or without TLS. Any thread.
+    let boundTLSPort = Atomic<Int>(0)
     /// Keeps other clients' commands out of a running `EXEC` when commands can suspend (reads
     /// on another loop's shard); nil with one loop, where nothing a command does suspends.
     /// Any thread may read it; it is used on the front loop only.
@@ -59,6 +62,8 @@ final class RegistryServer: Sendable {
     init(configuration: ServerConfiguration, logger: Logger) throws {
         self.configuration = configuration
         self.logger = logger
+        // Before the loops start: a certificate that cannot be used leaves nothing running.
+        let tls = try configuration.tls.map { (settings) throws(TLSSetupError) in try TLSContext.server(settings) }
         group = try UVLoopGroup(loops: configuration.loops, namePrefix: "taskid")
         let upstreamLimits = UpstreamLimits(
             connectTimeoutMilliseconds: configuration.upstreamConnectTimeoutMilliseconds,
@@ -71,7 +76,7 @@ final class RegistryServer: Sendable {
         works = try group.loops.map {
             try WorkTemplate.make(on: $0, configuration: configuration, upstreamLimits: upstreamLimits, limit: runLimit)
         }
-        front = LoopBound(FrontLoopState(), loop: group.loops[0])
+        front = LoopBound(FrontLoopState(tls: tls), loop: group.loops[0])
         memory = LoopBound(MemoryGauge(maxBytes: configuration.maxMemoryBytes), loop: group.loops[0])
         gate = configuration.loops > 1 ? TransactionGate(loop: group.loops[0]) : nil
         clusterState = LoopBound(configuration.cluster, loop: group.loops[0])
@@ -106,8 +111,10 @@ final class RegistryServer: Sendable {
         }
     }
 
-    /// The port bound by `start`, 0 before. Any thread.
+    /// The port bound by `start`, 0 before; with `--tls-only`, the TLS port. Any thread.
     var port: Int { boundPort.load(ordering: .acquiring) }
+    /// The TLS port bound by `start`; 0 before, or without `--tls-port`. Any thread.
+    var tlsPort: Int { boundTLSPort.load(ordering: .acquiring) }
 
     /// Binds and starts accepting; returns the bound port. Any task.
     /// - Throws: `LoopError` (e.g. `EADDRINUSE`).
@@ -118,12 +125,9 @@ final class RegistryServer: Sendable {
         // Before the first client: the trace then holds every declaration.
         if configuration.tracePath != nil { try await registry.startTrace(capacity: configuration.traceCapacity) }
         return try await Task(executorPreference: frontLoop) { () throws -> Int in
-            let listener = try self.frontLoop.listen(host: self.configuration.host, port: self.configuration.port)
-            self.front.value.listener = listener
-            self.boundPort.store(listener.localPort, ordering: .releasing)
-            self.front.value.acceptTask = Task(executorPreference: self.frontLoop) { await self.acceptLoop(listener) }
+            try self.listen()
             self.front.value.memoryTask = Task(executorPreference: self.frontLoop) { await self.watchMemory() }
-            return listener.localPort
+            return self.port
         }.value
     }
 
@@ -135,49 +139,6 @@ final class RegistryServer: Sendable {
             do { try await frontLoop.clock.sleep(for: .seconds(1)) } catch { return }
             // Off the loop: a trim locks each arena in turn and walks its free chunks.
             if memory.value.read().worthTrimming { await Task.detached { MemoryFigures.trim() }.value }
-        }
-    }
-
-    /// Accepts until `stop`. Front loop only.
-    private func acceptLoop(_ listener: TCPListener) async {
-        while !front.value.stopping {
-            let connection: TCPConnection
-            do {
-                connection = try await listener.accept()
-            } catch is CancellationError {
-                return
-            } catch {
-                // A failed accept (a peer that reset, EMFILE) must not stop the server. Pause
-                // a little so that running out of descriptors does not spin the loop.
-                if front.value.stopping || !listener.isOpen { return }
-                logger.warning("accept failed: \(error)")
-                try? await frontLoop.clock.sleep(for: .milliseconds(10))
-                continue
-            }
-            // Accepted just as the stop began: the drain does not know it, so it is not served.
-            if front.value.stopping {
-                connection.close()
-                return
-            }
-            if front.value.clients.count >= configuration.maxClients {
-                refuse(connection, answering: "ERR max number of clients reached")
-                continue
-            }
-            if configuration.protectedMode && configuration.access.isOpenToAnyone,
-                connection.peerAddress?.isLoopback != true
-            {
-                noteProtectedModeRefusal(of: connection)
-                refuse(connection, answering: Self.protectedModeDenial)
-                continue
-            }
-            let id = front.value.nextClientID
-            front.value.nextClientID += 1
-            let task = Task(executorPreference: frontLoop) {
-                await self.serve(connection, id: id)
-                connection.close()
-                self.front.value.clients[id] = nil
-            }
-            front.value.clients[id] = ClientEntry(connection: connection, task: task)
         }
     }
 
@@ -193,6 +154,8 @@ final class RegistryServer: Sendable {
             self.front.value.stopping = true
             self.front.value.listener?.close()
             self.front.value.acceptTask?.cancel()
+            self.front.value.tlsListener?.close()
+            self.front.value.tlsAcceptTask?.cancel()
             self.front.value.memoryTask?.cancel()
             for client in self.front.value.clients.values { client.connection.stopReading() }
             return self.front.value.clients.values.map(\.task)
@@ -247,10 +210,10 @@ final class RegistryServer: Sendable {
         // Refusals under way end within their second: none is left on a loop that shuts down.
         let refusals = await Task(executorPreference: frontLoop) { Array(self.front.value.refusals.values) }.value
         for refusal in refusals { await refusal.value }
-        if let acceptTask = await Task(executorPreference: frontLoop, operation: { self.front.value.acceptTask }).value
-        {
-            await acceptTask.value
-        }
+        let acceptTasks = await Task(executorPreference: frontLoop) {
+            [self.front.value.acceptTask, self.front.value.tlsAcceptTask].compactMap { $0 }
+        }.value
+        for acceptTask in acceptTasks { await acceptTask.value }
         if let memoryTask = await Task(executorPreference: frontLoop, operation: { self.front.value.memoryTask }).value
         {
             await memoryTask.value
@@ -296,14 +259,18 @@ final class RegistryServer: Sendable {
 
     /// Reads, executes and answers one client's requests until it leaves or the server stops;
     /// then delivers the replies it owes. Front loop only.
-    private func serve(_ connection: TCPConnection, id: UInt64) async {
+    func serve<Stream: ClientStream>(_ stream: Stream, id: UInt64) async {
+        let connection = stream.connection
         var parser = RESPParser(limits: configuration.requestLimits)
         var session = ClientSession(id: id, user: configuration.access.userOfNewConnections)
         var request: [ArraySlice<UInt8>] = []
         var output: [UInt8] = []
         while true {
             // The parser copies the bytes straight from the socket's buffer.
-            do { guard try await connection.read({ parser.feed($0) }) != nil else { break } } catch { return }
+            do { guard try await stream.read({ parser.feed($0) }) != nil else { break } } catch {
+                if let failure = error as? TLSSessionError { noteFailedTLSSession(failure, of: connection) }
+                return
+            }
             await gate?.enter()
             var keepOpen = true
             var executedThisTurn = 0
@@ -330,7 +297,7 @@ final class RegistryServer: Sendable {
                 }
                 // A long burst: send what is ready, then let the loop serve the other clients
                 // before going on, so one client's pipeline delays them by one batch at most.
-                guard keepOpen, sendReplies(&output, to: connection, session: &session) else { break }
+                guard keepOpen, sendReplies(&output, to: stream, session: &session) else { break }
                 gate?.leave()
                 front.value.commandsProcessed &+= executedThisTurn
                 executedThisTurn = 0
@@ -344,10 +311,10 @@ final class RegistryServer: Sendable {
             if !keepOpen {
                 // The last replies (QUIT's +OK, a protocol error) must reach the client before
                 // the connection closes: closing cancels writes still queued.
-                try? await connection.write(output)
+                try? await stream.write(output)
                 return
             }
-            guard sendReplies(&output, to: connection, session: &session) else {
+            guard sendReplies(&output, to: stream, session: &session) else {
                 noteDroppedWhileDraining(connection)
                 return
             }
@@ -361,7 +328,7 @@ final class RegistryServer: Sendable {
             return
         }
         front.value.clients[id]?.repliesHandedOver = true
-        try? await connection.finishWriting()
+        try? await stream.finishWriting(quietPeriod: .milliseconds(100))
     }
 
     /// A client closed during the drain with replies unsent (past the output cap): reported.
@@ -373,13 +340,15 @@ final class RegistryServer: Sendable {
 
     /// Sends the replies gathered so far; false when the connection must be dropped: the send
     /// failed, or the replies queued for it passed an output limit (logged). Front loop only.
-    private func sendReplies(
-        _ output: inout [UInt8], to connection: TCPConnection, session: inout ClientSession
+    private func sendReplies<Stream: ClientStream>(
+        _ output: inout [UInt8], to stream: Stream, session: inout ClientSession
     ) -> Bool {
+        let connection = stream.connection
         if !output.isEmpty {
             // Replies to a pipelined batch leave together, in order. What the socket does not
-            // take now is queued as these very bytes: the reply is not copied again.
-            do { try connection.send(output) } catch { return false }
+            // take now is queued as these very bytes: the reply is not copied again (over TLS,
+            // its encryption is queued instead).
+            do { try stream.send(output) } catch { return false }
             // A large batch's buffer is let go rather than kept for the next (the queued write
             // still holds it until written): an idle client keeps no copy of a 512 MiB reply.
             if output.capacity > Self.keptOutputCapacity {

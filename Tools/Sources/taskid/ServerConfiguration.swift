@@ -48,6 +48,8 @@ struct ServerConfiguration: Sendable, Equatable {
     var maxRunning = 0
     var work = ServerWork.sleep(milliseconds: 10)
     var maxClients = 10_000
+    /// `--tls-port` and its certificate, key and CA; nil for no TLS.
+    var tls: TLSSettings?
     /// The longest argument, the most request bytes a client may hold unexecuted, and the most
     /// arguments one request may have (`--proto-max-bulk-len`, `--client-query-buffer-limit`,
     /// `--max-arguments`); Redis's limits by default.

@@ -53,12 +53,23 @@ struct ServerService: Service {
         do {
             port = try await server.start()
         } catch {
-            logger.error("cannot listen on \(configuration.host):\(configuration.port): \(error)")
+            let ports = [configuration.tls?.only == true ? nil : configuration.port, configuration.tls?.port]
+            logger.error(
+                "cannot listen on \(configuration.host) (port \(ports.compactMap { $0 }.map(String.init).joined(separator: ", TLS port "))): \(error)"
+            )
             await server.stop()
             throw error
         }
+        let tlsPort = configuration.tls == nil ? nil : server.tlsPort
+        if let tlsPort, let settings = configuration.tls {
+            logger.info(
+                "serving RESP over TLS on \(configuration.host):\(tlsPort)",
+                metadata: [
+                    "client_certificates": "\(settings.clientAuthentication)", "plain_port": "\(settings.only ? "none" : "\(port)")",
+                ])
+        }
         logger.info(
-            "serving RESP on \(configuration.host):\(port)",
+            "serving RESP on \(configuration.host):\(port)\(configuration.tls?.only == true ? " (TLS only)" : "")",
             metadata: [
                 "loops": "\(configuration.loops)", "work": "\(configuration.work)",
                 "debounce_ms": "\(configuration.debounceMilliseconds)",
@@ -88,7 +99,7 @@ struct ServerService: Service {
         #if Etcd
             let ownership = configuration.etcd.map { startOwnership($0, server: server, port: port) }
         #endif
-        ReadyLine(host: configuration.host, port: port, loops: configuration.loops, pid: getpid()).emit()
+        ReadyLine(host: configuration.host, port: port, tlsPort: tlsPort, loops: configuration.loops, pid: getpid()).emit()
         // Returns on graceful shutdown; throws CancellationError when the group cancels us.
         // Either way the server stops the same way.
         try? await gracefulShutdown()

@@ -1,0 +1,35 @@
+#ifndef COPENSSL_SHIM_H
+#define COPENSSL_SHIM_H
+
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+
+// Swift cannot call OpenSSL's function-like macros; these wrap the few `taskid serve --tls-port`
+// uses. Nothing else is added to <openssl/ssl.h>.
+
+/// An empty memory BIO reports "retry later" (not end of stream): the socket may bring more.
+static inline long copenssl_bio_set_mem_eof_return(BIO *bio, int value) { return BIO_set_mem_eof_return(bio, value); }
+
+/// Encrypted bytes waiting in a memory BIO.
+static inline size_t copenssl_bio_pending(BIO *bio) { return BIO_ctrl_pending(bio); }
+
+/// The oldest protocol version a context accepts.
+static inline int copenssl_ctx_set_min_proto_version(SSL_CTX *context, int version) {
+    return (int)SSL_CTX_set_min_proto_version(context, version);
+}
+
+/// The newest protocol version a context accepts (0: the newest OpenSSL has).
+static inline int copenssl_ctx_set_max_proto_version(SSL_CTX *context, int version) {
+    return (int)SSL_CTX_set_max_proto_version(context, version);
+}
+
+/// Sets `mode` bits on a session (SSL_MODE_RELEASE_BUFFERS: idle sessions give their buffers back).
+static inline long copenssl_set_mode(SSL *session, long mode) { return SSL_set_mode(session, mode); }
+
+/// A session's peer name for SNI, on a client (tests connect through it).
+static inline long copenssl_set_tlsext_host_name(SSL *session, const char *name) {
+    return SSL_set_tlsext_host_name(session, name);
+}
+
+#endif
