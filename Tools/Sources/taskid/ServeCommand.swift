@@ -295,7 +295,8 @@ struct ServeCommand: AsyncParsableCommand {
         _ = try clusterConfiguration()
         _ = try etcdSettings()
         _ = try accessControl()
-        if try tls.settings(plainPort: port, checkingFiles: true)?.only == true && (clusterConfig != nil || etcd != nil) {
+        if try tls.settings(plainPort: port, checkingFiles: true)?.only == true && (clusterConfig != nil || etcd != nil)
+        {
             throw ValidationError("--tls-only cannot serve a cluster: its redirections name the nodes' plain ports")
         }
         try check("--loops", loops, in: 1...64)

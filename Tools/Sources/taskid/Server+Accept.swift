@@ -23,7 +23,9 @@ extension RegistryServer {
             boundTLSPort.store(listener.localPort, ordering: .releasing)
             if settings.only { boundPort.store(listener.localPort, ordering: .releasing) }
             front.value.tlsListener = listener
-            front.value.tlsAcceptTask = Task(executorPreference: frontLoop) { await self.acceptLoop(listener, tls: true) }
+            front.value.tlsAcceptTask = Task(executorPreference: frontLoop) {
+                await self.acceptLoop(listener, tls: true)
+            }
         }
         if let plain {
             front.value.listener = plain

@@ -56,7 +56,9 @@ extension RegistryServer {
                 if overTLS {
                     guard let stream = self.startTLSSession(on: connection) else { return }
                     do { try await stream.handshake() } catch {
-                        if let failure = error as? TLSSessionError { self.noteFailedTLSSession(failure, of: connection) }
+                        if let failure = error as? TLSSessionError {
+                            self.noteFailedTLSSession(failure, of: connection)
+                        }
                         return
                     }
                     try? await stream.write(reply)

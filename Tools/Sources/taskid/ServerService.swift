@@ -65,7 +65,8 @@ struct ServerService: Service {
             logger.info(
                 "serving RESP over TLS on \(configuration.host):\(tlsPort)",
                 metadata: [
-                    "client_certificates": "\(settings.clientAuthentication)", "plain_port": "\(settings.only ? "none" : "\(port)")",
+                    "client_certificates": "\(settings.clientAuthentication)",
+                    "plain_port": "\(settings.only ? "none" : "\(port)")",
                 ])
         }
         logger.info(
@@ -99,7 +100,8 @@ struct ServerService: Service {
         #if Etcd
             let ownership = configuration.etcd.map { startOwnership($0, server: server, port: port) }
         #endif
-        ReadyLine(host: configuration.host, port: port, tlsPort: tlsPort, loops: configuration.loops, pid: getpid()).emit()
+        ReadyLine(host: configuration.host, port: port, tlsPort: tlsPort, loops: configuration.loops, pid: getpid())
+            .emit()
         // Returns on graceful shutdown; throws CancellationError when the group cancels us.
         // Either way the server stops the same way.
         try? await gracefulShutdown()

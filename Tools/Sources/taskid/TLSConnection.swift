@@ -101,7 +101,8 @@ final class TLSConnection: ClientStream {
         var count = 0
         defer { try? sendCiphertext() }
         while count < TLSContext.plaintextCapacity && !peerClosed {
-            let read = SSL_read(session, tls.plaintext.baseAddress! + count, Int32(TLSContext.plaintextCapacity - count))
+            let read = SSL_read(
+                session, tls.plaintext.baseAddress! + count, Int32(TLSContext.plaintextCapacity - count))
             if read > 0 {
                 count += Int(read)
                 continue
@@ -147,6 +148,8 @@ final class TLSConnection: ClientStream {
     ///
     /// Loop thread only. - Throws: as `send(_:)` and `TCPConnection.flush()`.
     func write(_ bytes: [UInt8]) async throws {
+        // A client writes first: its handshake must be over before the first record.
+        if SSL_is_init_finished(session) == 0 { try await handshake() }
         try send(bytes)
         try await connection.flush()
     }

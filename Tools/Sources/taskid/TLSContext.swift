@@ -113,7 +113,8 @@ final class TLSContext {
         if let ca = settings.caCertificateFile {
             try checkReadable(ca, option: "--tls-ca-cert-file")
             guard SSL_CTX_load_verify_locations(context, ca, nil) == 1, let names = SSL_load_client_CA_file(ca) else {
-                throw TLSSetupError(description: "--tls-ca-cert-file '\(ca)' holds no PEM certificate: \(drainErrors())")
+                throw TLSSetupError(
+                    description: "--tls-ca-cert-file '\(ca)' holds no PEM certificate: \(drainErrors())")
             }
             // Sent in the certificate request: a client with several certificates picks one.
             SSL_CTX_set_client_CA_list(context, names)
@@ -144,7 +145,8 @@ final class TLSContext {
             guard SSL_CTX_use_certificate_chain_file(tls.context, certificateFile) == 1,
                 SSL_CTX_use_PrivateKey_file(tls.context, keyFile, SSL_FILETYPE_PEM) == 1
             else {
-                throw TLSSetupError(description: "client certificate '\(certificateFile)' cannot be used: \(drainErrors())")
+                throw TLSSetupError(
+                    description: "client certificate '\(certificateFile)' cannot be used: \(drainErrors())")
             }
         }
         return tls

@@ -52,7 +52,9 @@ struct TLSOptions: ParsableArguments {
         if let plainPort, plainPort != 0, plainPort == tlsPort, !tlsOnly {
             throw ValidationError("--tls-port \(tlsPort) is --port too: give the two different ports, or --tls-only")
         }
-        guard let tlsCertFile else { throw ValidationError("--tls-port needs --tls-cert-file (the server's certificate)") }
+        guard let tlsCertFile else {
+            throw ValidationError("--tls-port needs --tls-cert-file (the server's certificate)")
+        }
         guard let tlsKeyFile else { throw ValidationError("--tls-port needs --tls-key-file (the certificate's key)") }
         let authentication = tlsAuthClients ?? (tlsCaCertFile == nil ? .no : .yes)
         if authentication != .no && tlsCaCertFile == nil {

@@ -108,6 +108,57 @@ struct CommandLineTests {
         #expect(throws: (any Error).self) { _ = try ServeCommand.parse(["--protected-mode", "maybe"]) }
     }
 
+    @Test func tlsOptionsAreCheckedTogether() throws {
+        let certificate = TestTLSFiles.path("server.crt")
+        let key = TestTLSFiles.path("server.key")
+        let ca = TestTLSFiles.path("ca.crt")
+        let base = ["--tls-port", "6390", "--tls-cert-file", certificate, "--tls-key-file", key]
+        #expect(try ServeCommand.parse([]).serverConfiguration.tls == nil)
+        let plain = try ServeCommand.parse(base).serverConfiguration.tls
+        #expect(
+            plain?.port == 6390 && plain?.clientAuthentication == TLSClientAuthentication.no && plain?.only == false)
+        // With a CA, client certificates are required unless told otherwise (Redis's default).
+        #expect(
+            try ServeCommand.parse(base + ["--tls-ca-cert-file", ca]).serverConfiguration.tls?.clientAuthentication
+                == .yes)
+        let optional = try ServeCommand.parse(
+            base + ["--tls-ca-cert-file", ca, "--tls-auth-clients", "optional", "--tls-only"])
+        #expect(try optional.serverConfiguration.tls?.clientAuthentication == .optional)
+        #expect(try optional.serverConfiguration.tls?.only == true)
+        func refusal(_ arguments: [String]) -> String {
+            do {
+                _ = try ServeCommand.parse(arguments)
+                return "accepted"
+            } catch {
+                return ServeCommand.message(for: error)
+            }
+        }
+        #expect(refusal(["--tls-cert-file", certificate]) == "--tls-cert-file needs --tls-port")
+        #expect(refusal(["--tls-only"]) == "--tls-only needs --tls-port")
+        #expect(refusal(["--tls-port", "6390", "--tls-key-file", key]).hasPrefix("--tls-port needs --tls-cert-file"))
+        #expect(
+            refusal(["--tls-port", "6390", "--tls-cert-file", certificate]).hasPrefix("--tls-port needs --tls-key-file")
+        )
+        #expect(
+            refusal(base + ["--tls-auth-clients", "yes"]).hasPrefix("--tls-auth-clients yes needs --tls-ca-cert-file"))
+        #expect(refusal(base + ["--tls-auth-clients", "maybe"]) != "accepted")
+        #expect(refusal(base + ["--port", "6390"]).hasPrefix("--tls-port 6390 is --port too"))
+        #expect(
+            refusal(["--tls-port", "70000", "--tls-cert-file", certificate, "--tls-key-file", key]).contains(
+                "0...65535"))
+        #expect(
+            refusal(["--tls-port", "1", "--tls-cert-file", "/no/such.crt", "--tls-key-file", key]).contains(
+                "cannot be read"))
+        #expect(
+            refusal([
+                "--tls-port", "1", "--tls-cert-file", certificate, "--tls-key-file", TestTLSFiles.path("client.key"),
+            ])
+            .contains("not the key of --tls-cert-file"))
+        #expect(
+            refusal(base + ["--tls-only", "--etcd", "http://127.0.0.1:2379", "--cluster-node", "a"])
+                .hasPrefix("--tls-only cannot serve a cluster"))
+    }
+
     @Test func serveIsTheSubcommandOfTheRoot() throws {
         let command = try TaskIDCommand.parseAsRoot(["serve", "--port", "0", "--work", "upstream:localhost:6379"])
         let serve = try #require(command as? ServeCommand)

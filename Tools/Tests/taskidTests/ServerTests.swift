@@ -13,11 +13,15 @@ final class TestClient: @unchecked Sendable {
     let port: Int
     var connection: TCPConnection?
     var received: [UInt8] = []
+    /// With TLS: the files the client's context is made from at `connect`, and its session.
+    let tlsFiles: TestTLSFiles?
+    var session: TLSConnection?
 
-    init(loop: UVLoop, port: Int, host: String = "127.0.0.1") {
+    init(loop: UVLoop, port: Int, host: String = "127.0.0.1", tls: TestTLSFiles? = nil) {
         self.loop = loop
         self.host = host
         self.port = port
+        self.tlsFiles = tls
     }
 
     /// A connection still open is closed on its loop thread (a socket checks that): the last
@@ -28,9 +32,21 @@ final class TestClient: @unchecked Sendable {
     }
 
     func connect() async throws {
-        connection = try await Task(executorPreference: loop) {
-            try await self.loop.connect(host: self.host, port: self.port)
+        try await Task(executorPreference: loop) {
+            let connection = try await self.loop.connect(host: self.host, port: self.port)
+            self.connection = connection
+            if let files = self.tlsFiles {
+                let context = try TLSContext.client(
+                    caFile: files.ca, certificateFile: files.certificate, keyFile: files.key)
+                self.session = try TLSConnection(connection, tls: context, serverName: "localhost")
+            }
         }.value
+    }
+
+    /// The next bytes from the server (decrypted with TLS); nil at the end. Loop only.
+    private func readChunk() async throws -> [UInt8]? {
+        if let session { return try await session.read { Array($0) } }
+        return try await connection!.read()
     }
 
     /// Sends raw bytes.
@@ -40,7 +56,13 @@ final class TestClient: @unchecked Sendable {
 
     /// Sends raw bytes.
     func send(bytes: [UInt8]) async throws {
-        try await Task(executorPreference: loop) { try await self.connection!.write(bytes) }.value
+        try await Task(executorPreference: loop) {
+            if let session = self.session {
+                try await session.write(bytes)
+            } else {
+                try await self.connection!.write(bytes)
+            }
+        }.value
     }
 
     /// Sends one request as an array of bulk strings (any bytes).
@@ -56,7 +78,7 @@ final class TestClient: @unchecked Sendable {
     func rawBytes(_ count: Int) async throws -> [UInt8] {
         try await Task(executorPreference: loop) { () throws -> [UInt8] in
             while self.received.count < count {
-                guard let chunk = try await self.connection!.read() else { break }
+                guard let chunk = try await self.readChunk() else { break }
                 self.received.append(contentsOf: chunk)
             }
             let taken = Array(self.received.prefix(count))
@@ -80,7 +102,7 @@ final class TestClient: @unchecked Sendable {
                     self.received.removeFirst(index)
                     return parsed
                 }
-                guard let chunk = try await self.connection!.read() else { return parsed + ["<closed>"] }
+                guard let chunk = try await self.readChunk() else { return parsed + ["<closed>"] }
                 self.received.append(contentsOf: chunk)
             }
         }.value
@@ -89,7 +111,7 @@ final class TestClient: @unchecked Sendable {
     /// Whether the server has closed the connection (reads end of stream).
     func isClosedByServer() async throws -> Bool {
         try await Task(executorPreference: loop) { () throws -> Bool in
-            while let chunk = try await self.connection!.read() { self.received.append(contentsOf: chunk) }
+            while let chunk = try await self.readChunk() { self.received.append(contentsOf: chunk) }
             return true
         }.value
     }

@@ -1,0 +1,180 @@
+import Testing
+import UVLoop
+
+@testable import taskid
+
+/// The test certificates' files (Tools/Tests/Fixtures/tls, made by its `regenerate`): what a
+/// `TestClient` trusts and shows. A value type; any thread.
+struct TestTLSFiles: Sendable {
+    static let directory: String = {
+        let file = "\(#filePath)"
+        let tests = file[..<file.range(of: "/taskidTests/")!.lowerBound]
+        return "\(tests)/Fixtures/tls"
+    }()
+
+    static func path(_ name: String) -> String { "\(directory)/\(name)" }
+
+    /// The CA the client trusts.
+    var ca = Self.path("ca.crt")
+    /// The certificate the client shows, and its key; nil for none.
+    var certificate: String?
+    var key: String?
+
+    /// A client showing the certificate `name` (`client`: the test CA's; `stranger`: another CA's).
+    static func showing(_ name: String) -> TestTLSFiles {
+        TestTLSFiles(certificate: path("\(name).crt"), key: path("\(name).key"))
+    }
+
+    /// The server's settings: its certificate, with `ca` to verify clients.
+    static func server(
+        ca: String? = nil, authentication: TLSClientAuthentication = .no, only: Bool = false
+    ) -> TLSSettings {
+        TLSSettings(
+            port: 0, certificateFile: path("server.crt"), keyFile: path("server.key"), caCertificateFile: ca,
+            clientAuthentication: authentication, only: only)
+    }
+}
+
+/// `taskid serve --tls-port`: RESP over TLS through OpenSSL on the front loop, its options, and
+/// what it refuses.
+@Suite("taskid serve: TLS")
+struct TLSTests {
+    @Test func commandsOverTLSAreServedBesideThePlainPort() async throws {
+        try await withServer({ $0.tls = TestTLSFiles.server() }) { server, clientLoop in
+            #expect(server.tlsPort != 0 && server.tlsPort != server.port)
+            let client = TestClient(loop: clientLoop, port: server.tlsPort, tls: TestTLSFiles())
+            try await client.connect()
+            try await client.send("PING\r\nSET k v1\r\nECHO hello\r\n")
+            #expect(try await client.replies(3) == ["+PONG", "+OK", "\"hello\""])
+            // A reply larger than one encryption piece goes out in several, in order.
+            let large = (0..<(3 * TLSConnection.encryptionPiece + 12_345)).map { UInt8(truncatingIfNeeded: $0 &* 7) }
+            try await client.send(command: Array("ECHO".utf8), large)
+            let header = Array("$\(large.count)\r\n".utf8)
+            #expect(try await client.rawBytes(header.count + large.count + 2) == header + large + [13, 10])
+            let plain = TestClient(loop: clientLoop, port: server.port)
+            try await plain.connect()
+            try await plain.send("PING\r\n")
+            #expect(try await plain.replies(1) == ["+PONG"])
+        }
+    }
+
+    @Test func aPlainTextClientOnTheTLSPortIsClosedUnanswered() async throws {
+        try await withServer({ $0.tls = TestTLSFiles.server() }) { server, clientLoop in
+            let client = TestClient(loop: clientLoop, port: server.tlsPort)
+            try await client.connect()
+            try await client.send("PING\r\n")
+            #expect(try await client.isClosedByServer())
+            #expect(!String(decoding: client.received, as: UTF8.self).contains("PONG"))
+        }
+    }
+
+    @Test func aServerCertificateFromAnotherCAIsRefusedByTheClient() async throws {
+        try await withServer({ $0.tls = TestTLSFiles.server() }) { server, clientLoop in
+            let client = TestClient(
+                loop: clientLoop, port: server.tlsPort, tls: TestTLSFiles(ca: TestTLSFiles.path("other-ca.crt")))
+            try await client.connect()
+            await #expect(throws: TLSSessionError.self) { try await client.send("PING\r\n") }
+        }
+    }
+
+    @Test func clientCertificatesRequiredAreChecked() async throws {
+        let ca = TestTLSFiles.path("ca.crt")
+        try await withServer({ $0.tls = TestTLSFiles.server(ca: ca, authentication: .yes) }) { server, clientLoop in
+            let shown = TestClient(loop: clientLoop, port: server.tlsPort, tls: .showing("client"))
+            try await shown.connect()
+            try await shown.send("PING\r\n")
+            #expect(try await shown.replies(1) == ["+PONG"])
+            for files in [TestTLSFiles(), .showing("stranger")] {
+                let refused = TestClient(loop: clientLoop, port: server.tlsPort, tls: files)
+                try await refused.connect()
+                // TLS 1.3: the client's handshake ends before the server checks its certificate,
+                // so the refusal (an alert) arrives on the first read.
+                try? await refused.send("PING\r\n")
+                await #expect(throws: TLSSessionError.self) { _ = try await refused.replies(1) }
+            }
+        }
+    }
+
+    @Test func optionalClientCertificatesMayBeLeftOutButNotForged() async throws {
+        let ca = TestTLSFiles.path("ca.crt")
+        try await withServer({ $0.tls = TestTLSFiles.server(ca: ca, authentication: .optional) }) {
+            server, clientLoop in
+            let without = TestClient(loop: clientLoop, port: server.tlsPort, tls: TestTLSFiles())
+            try await without.connect()
+            try await without.send("PING\r\n")
+            #expect(try await without.replies(1) == ["+PONG"])
+            let stranger = TestClient(loop: clientLoop, port: server.tlsPort, tls: .showing("stranger"))
+            try await stranger.connect()
+            try? await stranger.send("PING\r\n")
+            await #expect(throws: TLSSessionError.self) { _ = try await stranger.replies(1) }
+        }
+    }
+
+    /// Past --max-clients a TLS client is answered too: after the handshake, encrypted.
+    @Test func aRefusedTLSClientIsAnsweredAfterTheHandshake() async throws {
+        try await withServer({
+            $0.tls = TestTLSFiles.server()
+            $0.maxClients = 1
+        }) { server, clientLoop in
+            let first = TestClient(loop: clientLoop, port: server.tlsPort, tls: TestTLSFiles())
+            try await first.connect()
+            try await first.send("PING\r\n")
+            #expect(try await first.replies(1) == ["+PONG"])
+            let second = TestClient(loop: clientLoop, port: server.tlsPort, tls: TestTLSFiles())
+            try await second.connect()
+            try? await second.send("PING\r\n")
+            #expect(try await second.replies(1) == ["-ERR max number of clients reached"])
+            #expect(try await second.isClosedByServer())
+        }
+    }
+
+    @Test func tlsOnlyBindsNoPlainPort() async throws {
+        try await withServer({ $0.tls = TestTLSFiles.server(only: true) }) { server, clientLoop in
+            #expect(server.port == server.tlsPort)
+            let client = TestClient(loop: clientLoop, port: server.tlsPort, tls: TestTLSFiles())
+            try await client.connect()
+            try await client.send("SET k 1\r\nPING\r\n")
+            #expect(try await client.replies(2) == ["+OK", "+PONG"])
+        }
+    }
+
+    /// A stop delivers what a TLS client is owed, then its close_notify: the client reads the
+    /// end of the stream, not an error.
+    @Test func aGracefulStopEndsTheSessionCleanly() async throws {
+        var configuration = ServerConfiguration()
+        configuration.port = 0
+        configuration.tls = TestTLSFiles.server()
+        let server = try RegistryServer(configuration: configuration, logger: .quiet)
+        _ = try await server.start()
+        let clientLoop = UVLoop(name: "client")
+        try clientLoop.start()
+        let client = TestClient(loop: clientLoop, port: server.tlsPort, tls: TestTLSFiles())
+        try await client.connect()
+        try await client.send("PING\r\n")
+        #expect(try await client.replies(1) == ["+PONG"])
+        async let report = server.stop()
+        #expect(try await client.isClosedByServer())
+        #expect(await report.isComplete)
+        await client.close()
+        try clientLoop.syncShutdown()
+        #expect(server.group.loops.allSatisfy { $0.loopCloseResult == 0 && $0.liveHandleCount == 0 })
+    }
+
+    @Test func unusableFilesAreRefusedWithTheirReason() throws {
+        var settings = TestTLSFiles.server()
+        settings.certificateFile = "/no/such/server.crt"
+        #expect(throws: TLSSetupError.self) { _ = try TLSContext.server(settings) }
+        settings.certificateFile = TestTLSFiles.path("server.key")
+        let notACertificate = #expect(throws: TLSSetupError.self) { _ = try TLSContext.server(settings) }
+        #expect(notACertificate?.description.contains("is not a PEM certificate") == true)
+        settings = TestTLSFiles.server()
+        settings.keyFile = TestTLSFiles.path("client.key")
+        let wrongKey = #expect(throws: TLSSetupError.self) { _ = try TLSContext.server(settings) }
+        #expect(wrongKey?.description.contains("key values mismatch") == true)
+        #expect(throws: TLSSetupError.self, "before any loop starts") {
+            var configuration = ServerConfiguration()
+            configuration.tls = settings
+            _ = try RegistryServer(configuration: configuration, logger: .quiet)
+        }
+    }
+}
