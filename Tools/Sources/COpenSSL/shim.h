@@ -24,6 +24,12 @@ static inline int copenssl_ctx_set_max_proto_version(SSL_CTX *context, int versi
     return (int)SSL_CTX_set_max_proto_version(context, version);
 }
 
+/// Refuses renegotiation (TLS 1.2): a client asking for one handshake after another would make the
+/// server spend a handshake's work each time.
+static inline void copenssl_ctx_refuse_renegotiation(SSL_CTX *context) {
+    SSL_CTX_set_options(context, SSL_OP_NO_RENEGOTIATION);
+}
+
 /// Sets `mode` bits on a session (SSL_MODE_RELEASE_BUFFERS: idle sessions give their buffers back).
 static inline long copenssl_set_mode(SSL *session, long mode) { return SSL_set_mode(session, mode); }
 

@@ -14,6 +14,10 @@ protocol ClientStream: AnyObject {
     func send(_ bytes: [UInt8]) throws
     /// Sends `bytes` and returns once the socket has taken them.
     func write(_ bytes: [UInt8]) async throws
+    /// Bytes sent that the socket has not taken yet (over TLS, with those not yet encrypted).
+    var queuedWriteBytes: Int { get }
+    /// Waits until every byte sent so far has been handed to the kernel.
+    func flush() async throws
     /// Ends the stream so that the client receives every byte sent (see
     /// `TCPConnection.finishWriting`).
     func finishWriting(quietPeriod: Duration) async throws

@@ -271,6 +271,10 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "Least severe log message written to standard error.")
     var logLevel = LogLevelArgument.info
 
+    /// The port the plain listener binds: `--port`, or the node's in `--cluster-config`, or 6380.
+    /// Any thread.
+    var plainPort: Int { port ?? (try? clusterConfiguration())??.myself.port ?? 6380 }
+
     /// The query buffer's limit: `--client-query-buffer-limit`, or the deprecated
     /// `--max-request-bytes` when only that is given. Any thread.
     var queryBufferLimit: Int {
@@ -295,7 +299,8 @@ struct ServeCommand: AsyncParsableCommand {
         _ = try clusterConfiguration()
         _ = try etcdSettings()
         _ = try accessControl()
-        if try tls.settings(plainPort: port, checkingFiles: true)?.only == true && (clusterConfig != nil || etcd != nil)
+        if try tls.settings(plainPort: plainPort, portGiven: port != nil, checkingFiles: true)?.only == true
+            && (clusterConfig != nil || etcd != nil)
         {
             throw ValidationError("--tls-only cannot serve a cluster: its redirections name the nodes' plain ports")
         }
@@ -350,7 +355,7 @@ struct ServeCommand: AsyncParsableCommand {
             let cluster = try clusterConfiguration()
             configuration.cluster = cluster
             configuration.host = host
-            configuration.port = port ?? cluster?.myself.port ?? 6380
+            configuration.port = plainPort
             if let etcd = try etcdSettings(), let clusterNode {
                 configuration.etcd = etcd
                 // Until etcd answers: a cluster of this node alone, serving nothing.
@@ -365,7 +370,7 @@ struct ServeCommand: AsyncParsableCommand {
             configuration.maxRunning = maxRunning
             configuration.work = work
             configuration.maxClients = maxClients
-            configuration.tls = try tls.settings(plainPort: port, checkingFiles: false)
+            configuration.tls = try tls.settings(plainPort: plainPort, portGiven: port != nil, checkingFiles: false)
             configuration.requestLimits = RESPLimits(
                 maxBulkBytes: protoMaxBulkLen?.bytes ?? min(RESPLimits.defaultMaxBulkBytes, queryBufferLimit),
                 maxQueryBufferBytes: queryBufferLimit, maxArguments: maxArguments)

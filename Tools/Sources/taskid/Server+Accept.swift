@@ -10,9 +10,7 @@ extension RegistryServer {
         let host = configuration.host
         var plain: TCPListener?
         if configuration.tls?.only != true {
-            let listener = try frontLoop.listen(host: host, port: configuration.port)
-            boundPort.store(listener.localPort, ordering: .releasing)
-            plain = listener
+            plain = try frontLoop.listen(host: host, port: configuration.port)
         }
         if let settings = configuration.tls {
             let listener: TCPListener
@@ -28,6 +26,7 @@ extension RegistryServer {
             }
         }
         if let plain {
+            boundPort.store(plain.localPort, ordering: .releasing)
             front.value.listener = plain
             front.value.acceptTask = Task(executorPreference: frontLoop) { await self.acceptLoop(plain, tls: false) }
         }
@@ -70,7 +69,10 @@ extension RegistryServer {
             let task = Task(executorPreference: frontLoop) {
                 if tls {
                     // The session is made here, on the loop that keeps the context.
-                    if let stream = self.startTLSSession(on: connection) { await self.serve(stream, id: id) }
+                    if let stream = self.startTLSSession(on: connection) {
+                        await self.serve(stream, id: id)
+                        await stream.close()
+                    }
                 } else {
                     await self.serve(connection, id: id)
                 }
@@ -85,7 +87,7 @@ extension RegistryServer {
     /// loop only.
     func startTLSSession(on connection: TCPConnection) -> TLSConnection? {
         guard let context = front.value.tls else { return nil }
-        do { return try TLSConnection(connection, tls: context) } catch {
+        do { return try TLSConnection(connection, tls: context, loop: frontLoop) } catch {
             logger.error("TLS client not served: \(error)")
             return nil
         }

@@ -63,6 +63,7 @@ extension RegistryServer {
                     }
                     try? await stream.write(reply)
                     try? await stream.finishWriting(quietPeriod: .milliseconds(100))
+                    await stream.close()
                 } else {
                     try? await connection.write(reply)
                     try? await connection.finishWriting(quietPeriod: .milliseconds(100))

@@ -289,7 +289,7 @@ final class RegistryServer: Sendable {
                 if session.mayRunEverything && !session.isQueuing && executeSET(request, into: &output) {
                     if executedThisTurn < Self.requestsPerTurn { continue }
                 } else {
-                    session.unsentReplyBytes = connection.queuedWriteBytes
+                    session.unsentReplyBytes = stream.queuedWriteBytes
                     keepOpen = await execute(request, session: &session, into: &output)
                     guard executedThisTurn >= Self.requestsPerTurn || output.count >= Self.replyBytesPerTurn else {
                         continue
@@ -323,7 +323,7 @@ final class RegistryServer: Sendable {
         // owed (into the kernel, then FIN and wait for the client to close, so that closing does
         // not reset the connection with replies in flight), then close.
         guard front.value.stopping else { return }
-        do { try await connection.flush() } catch {
+        do { try await stream.flush() } catch {
             noteDroppedWhileDraining(connection)
             return
         }
@@ -358,7 +358,7 @@ final class RegistryServer: Sendable {
             }
         }
         // A client that stopped reading its replies cannot be told, only dropped.
-        let queued = connection.queuedWriteBytes
+        let queued = stream.queuedWriteBytes
         guard
             let passed = configuration.outputBufferLimit.exceeded(
                 queuedBytes: queued, now: MonotonicClock.nanoseconds(),

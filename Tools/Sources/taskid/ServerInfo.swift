@@ -12,7 +12,8 @@ extension RegistryServer {
         let figures = memory.value.read()
         let lines =
             [
-                "# Server", "taskid_version:\(taskidVersion)", "tcp_port:\(port)", "loops:\(registry.shards.count)",
+                "# Server", "taskid_version:\(taskidVersion)", "tcp_port:\(port)", "tls_port:\(tlsPort)",
+                "loops:\(registry.shards.count)",
                 "work:\(configuration.work)", "debounce_ms:\(configuration.debounceMilliseconds)",
                 "timeout_ms:\(configuration.timeoutMilliseconds)", "max_running:\(configuration.maxRunning)",
                 "", "# Clients", "connected_clients:\(clients)", "maxclients:\(configuration.maxClients)",

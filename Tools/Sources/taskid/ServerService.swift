@@ -53,10 +53,10 @@ struct ServerService: Service {
         do {
             port = try await server.start()
         } catch {
-            let ports = [configuration.tls?.only == true ? nil : configuration.port, configuration.tls?.port]
-            logger.error(
-                "cannot listen on \(configuration.host) (port \(ports.compactMap { $0 }.map(String.init).joined(separator: ", TLS port "))): \(error)"
-            )
+            var addresses: [String] = []
+            if configuration.tls?.only != true { addresses.append("\(configuration.host):\(configuration.port)") }
+            if let tls = configuration.tls { addresses.append("\(configuration.host):\(tls.port) (TLS)") }
+            logger.error("cannot listen on \(addresses.joined(separator: " and ")): \(error)")
             await server.stop()
             throw error
         }

@@ -53,20 +53,13 @@ struct TLSSessionError: Error, CustomStringConvertible, Equatable {
 /// An OpenSSL context (`SSL_CTX`): the certificate, key and verification settings every session
 /// it makes shares, for the server's TLS port or for a client (the tests connect through one).
 ///
-/// Made on any thread, then used by one thread only (the server keeps it in the front loop's
-/// `LoopBound` state): it is not `Sendable`.
-final class TLSContext {
-    /// Owned: freed in `deinit`. Sessions made from it keep their own reference.
+/// Any thread: configured by its factory, then only read.
+// @unchecked Sendable: nothing changes after the factory returns, and OpenSSL makes sessions from a configured SSL_CTX on several threads at once (TLSTests shares one between two loops).
+final class TLSContext: @unchecked Sendable {
+    /// Owned: freed in `deinit`. Sessions made from it hold their own reference to it.
     let context: OpaquePointer
-    /// The buffer sessions decrypt into, shared: a session's read hands its plaintext to its
-    /// caller before any other session runs (one thread, and no await in between), so one
-    /// buffer serves every connection instead of 64 KiB each.
-    let plaintext: UnsafeMutableRawBufferPointer
     /// Whether sessions accept (a server) or connect (a client).
     let isServer: Bool
-
-    /// The largest plaintext one read hands over. Any thread.
-    static let plaintextCapacity = 64 * 1024
 
     private init(method: OpaquePointer?, isServer: Bool) throws(TLSSetupError) {
         guard let method, let context = SSL_CTX_new(method) else {
@@ -74,15 +67,12 @@ final class TLSContext {
         }
         self.context = context
         self.isServer = isServer
-        plaintext = .allocate(byteCount: Self.plaintextCapacity, alignment: 16)
         // TLS 1.2 and 1.3, as Redis allows by default; older versions are broken.
         _ = copenssl_ctx_set_min_proto_version(context, TLS1_2_VERSION)
+        copenssl_ctx_refuse_renegotiation(context)
     }
 
-    deinit {
-        SSL_CTX_free(context)
-        plaintext.deallocate()
-    }
+    deinit { SSL_CTX_free(context) }
 
     /// The server's context from `settings`: its certificate chain and key (which must match),
     /// and with a CA, the verification of client certificates that `clientAuthentication` asks.
@@ -93,14 +83,16 @@ final class TLSContext {
         let context = tls.context
         try checkReadable(settings.certificateFile, option: "--tls-cert-file")
         try checkReadable(settings.keyFile, option: "--tls-key-file")
+        // No pass phrase is asked for on the terminal: an encrypted key fails, and says so.
+        SSL_CTX_set_default_passwd_cb(context) { _, _, _, _ in 0 }
         guard SSL_CTX_use_certificate_chain_file(context, settings.certificateFile) == 1 else {
             throw TLSSetupError(
                 description: "--tls-cert-file '\(settings.certificateFile)' is not a PEM certificate: \(drainErrors())")
         }
         guard SSL_CTX_use_PrivateKey_file(context, settings.keyFile, SSL_FILETYPE_PEM) == 1 else {
             throw TLSSetupError(
-                description: "--tls-key-file '\(settings.keyFile)' is not a PEM private key, or not the key of "
-                    + "--tls-cert-file '\(settings.certificateFile)': \(drainErrors())")
+                description: "--tls-key-file '\(settings.keyFile)' is not a PEM private key (an encrypted key is not "
+                    + "supported), or not the key of --tls-cert-file '\(settings.certificateFile)': \(drainErrors())")
         }
         guard SSL_CTX_check_private_key(context) == 1 else {
             throw TLSSetupError(

@@ -4,6 +4,7 @@ import ArgumentParser
 /// a value type, any thread.
 struct TLSOptions: ParsableArguments {
     @Option(
+        parsing: .unconditional,
         help: ArgumentHelp(
             "Also serve RESP over TLS on this port (0: any free port; the ready line's tls_port says which). Needs --tls-cert-file and --tls-key-file.",
             valueName: "port"))
@@ -32,11 +33,12 @@ struct TLSOptions: ParsableArguments {
     @Flag(help: "Serve TLS only: no plain TCP port (--port is then not bound).")
     var tlsOnly = false
 
-    /// The checked settings; nil without `--tls-port`. With `checkingFiles`, the certificate,
-    /// key and CA are loaded, so that a file that cannot be used is refused before anything
-    /// starts. Any thread.
+    /// The checked settings; nil without `--tls-port`. `plainPort` is the port the plain
+    /// listener binds (`--port`, its default, or a cluster node's), and `portGiven` whether
+    /// `--port` was given. With `checkingFiles`, the certificate, key and CA are loaded, so that
+    /// a file that cannot be used is refused before anything starts. Any thread.
     /// - Throws: `ValidationError` naming the option and the reason.
-    func settings(plainPort: Int?, checkingFiles: Bool) throws -> TLSSettings? {
+    func settings(plainPort: Int, portGiven: Bool, checkingFiles: Bool) throws -> TLSSettings? {
         guard let tlsPort else {
             let given = [
                 tlsCertFile.map { _ in "--tls-cert-file" }, tlsKeyFile.map { _ in "--tls-key-file" },
@@ -49,8 +51,13 @@ struct TLSOptions: ParsableArguments {
         guard (0...65_535).contains(tlsPort) else {
             throw ValidationError("--tls-port takes an integer in 0...65535, got '\(tlsPort)'")
         }
-        if let plainPort, plainPort != 0, plainPort == tlsPort, !tlsOnly {
-            throw ValidationError("--tls-port \(tlsPort) is --port too: give the two different ports, or --tls-only")
+        if tlsOnly && portGiven {
+            throw ValidationError("--tls-only binds no plain port: leave --port out, and give the port as --tls-port")
+        }
+        if plainPort != 0, plainPort == tlsPort, !tlsOnly {
+            throw ValidationError(
+                "--tls-port \(tlsPort) is the plain port too (--port, 6380 by default): give two different ports, or --tls-only"
+            )
         }
         guard let tlsCertFile else {
             throw ValidationError("--tls-port needs --tls-cert-file (the server's certificate)")

@@ -40,8 +40,9 @@ class Server:
 
     def __init__(self, taskid, options):
         self.log = tempfile.NamedTemporaryFile(prefix="taskid-tls-", suffix=".log", delete=False)
+        plain = [] if "--tls-only" in options else ["--port", "0"]  # --tls-only binds no plain port
         self.process = subprocess.Popen(
-            [taskid, "serve", "--port", "0", "--tls-port", "0", "--work", "sleep:1",
+            [taskid, "serve", *plain, "--tls-port", "0", "--work", "sleep:1",
              "--tls-cert-file", fixture("server.crt"), "--tls-key-file", fixture("server.key"), *options],
             stdout=subprocess.PIPE, stderr=self.log, text=True)
         line = self.process.stdout.readline()
@@ -109,7 +110,10 @@ def check_server_certificate(taskid, size):
             fail(f"the {size >> 20} MiB value came back different over TLS")
         ok(f"a {size >> 20} MiB value SET and read back whole over TLS")
         client.set("small", b"x" * 1024)
+        deadline = time.monotonic() + 30
         while client.get("small") is None:
+            if time.monotonic() > deadline:
+                fail("the small value never committed")
             time.sleep(0.01)
         pipe = client.pipeline(transaction=True)
         for _ in range(20_000):
@@ -173,15 +177,26 @@ def check_passwords_and_limits(taskid):
     try:
         if server.port != server.tls_port:
             fail(f"--tls-only: the ready line's port {server.port} is not its tls_port {server.tls_port}")
+        anonymous = tls_client(server.tls_port)
         try:
-            tls_client(server.tls_port).ping()
+            anonymous.ping()
             fail("a TLS command before AUTH was answered")
         except (redis.exceptions.AuthenticationError, redis.exceptions.ResponseError) as error:
             if "Authentication required" not in str(error) and "already authenticated" not in str(error):
                 fail(f"before AUTH over TLS: {error}")
-        first = tls_client(server.tls_port, password="s3cret")
-        if not first.ping():
-            fail("redis-py ssl=True password= did not log in")
+        anonymous.close()
+        # --max-clients 1: the next client is served only once the server has seen this one go.
+        deadline = time.monotonic() + 30
+        while True:
+            first = tls_client(server.tls_port, password="s3cret", socket_timeout=10)
+            try:
+                if first.ping():
+                    break  # redis-py ssl=True password= logged in; it keeps the one place
+            except redis.exceptions.ConnectionError:
+                first.close()
+            if time.monotonic() > deadline:
+                fail("the first client's place was never given back")
+            time.sleep(0.05)
         out = cli(server.tls_port, "-a", "s3cret", "--no-auth-warning", "PING")
         if "max number of clients reached" not in out.stdout + out.stderr:
             fail(f"--max-clients 1 over TLS: the second client got {out.stdout!r} {out.stderr!r}")

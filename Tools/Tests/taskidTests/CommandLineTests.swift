@@ -142,7 +142,19 @@ struct CommandLineTests {
         #expect(
             refusal(base + ["--tls-auth-clients", "yes"]).hasPrefix("--tls-auth-clients yes needs --tls-ca-cert-file"))
         #expect(refusal(base + ["--tls-auth-clients", "maybe"]) != "accepted")
-        #expect(refusal(base + ["--port", "6390"]).hasPrefix("--tls-port 6390 is --port too"))
+        #expect(refusal(base + ["--port", "6390"]).hasPrefix("--tls-port 6390 is the plain port too"))
+        #expect(
+            refusal(["--tls-port", "6380", "--tls-cert-file", certificate, "--tls-key-file", key])
+                .hasPrefix("--tls-port 6380 is the plain port too"))
+        #expect(refusal(base + ["--tls-only", "--port", "7000"]).hasPrefix("--tls-only binds no plain port"))
+        #expect(
+            refusal(["--tls-port", "-1", "--tls-cert-file", certificate, "--tls-key-file", key]).contains("0...65535"))
+        // An encrypted key fails at once, never waiting for a pass phrase on the terminal.
+        #expect(
+            refusal([
+                "--tls-port", "1", "--tls-cert-file", certificate, "--tls-key-file", TestTLSFiles.path("encrypted.key"),
+            ])
+            .contains("an encrypted key is not supported"))
         #expect(
             refusal(["--tls-port", "70000", "--tls-cert-file", certificate, "--tls-key-file", key]).contains(
                 "0...65535"))

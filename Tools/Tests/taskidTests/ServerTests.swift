@@ -15,13 +15,21 @@ final class TestClient: @unchecked Sendable {
     var received: [UInt8] = []
     /// With TLS: the files the client's context is made from at `connect`, and its session.
     let tlsFiles: TestTLSFiles?
+    /// A context to share with other clients; made from `tlsFiles` at `connect` when nil.
+    let sharedContext: TLSContext?
     var session: TLSConnection?
 
-    init(loop: UVLoop, port: Int, host: String = "127.0.0.1", tls: TestTLSFiles? = nil) {
+    init(loop: UVLoop, port: Int, host: String = "127.0.0.1", tls: TestTLSFiles? = nil, context: TLSContext? = nil) {
         self.loop = loop
         self.host = host
         self.port = port
         self.tlsFiles = tls
+        self.sharedContext = context
+    }
+
+    /// Whether the server ended the TLS session with close_notify.
+    var receivedCloseNotify: Bool {
+        get async { await Task(executorPreference: loop) { self.session?.receivedCloseNotify == true }.value }
     }
 
     /// A connection still open is closed on its loop thread (a socket checks that): the last
@@ -36,9 +44,10 @@ final class TestClient: @unchecked Sendable {
             let connection = try await self.loop.connect(host: self.host, port: self.port)
             self.connection = connection
             if let files = self.tlsFiles {
-                let context = try TLSContext.client(
-                    caFile: files.ca, certificateFile: files.certificate, keyFile: files.key)
-                self.session = try TLSConnection(connection, tls: context, serverName: "localhost")
+                let context =
+                    try self.sharedContext
+                    ?? TLSContext.client(caFile: files.ca, certificateFile: files.certificate, keyFile: files.key)
+                self.session = try TLSConnection(connection, tls: context, loop: self.loop, serverName: "localhost")
             }
         }.value
     }
@@ -117,7 +126,9 @@ final class TestClient: @unchecked Sendable {
     }
 
     func close() async {
-        await Task(executorPreference: loop) { self.connection?.close() }.value
+        await Task(executorPreference: loop) {
+            if let session = self.session { await session.close() } else { self.connection?.close() }
+        }.value
     }
 
     /// One reply rendered as text: `+OK`, `-ERR …`, `:3`, `"bulk"`, `nil`, `[a, b]`.

@@ -46,8 +46,9 @@ struct TLSTests {
             try await client.connect()
             try await client.send("PING\r\nSET k v1\r\nECHO hello\r\n")
             #expect(try await client.replies(3) == ["+PONG", "+OK", "\"hello\""])
-            // A reply larger than one encryption piece goes out in several, in order.
-            let large = (0..<(3 * TLSConnection.encryptionPiece + 12_345)).map { UInt8(truncatingIfNeeded: $0 &* 7) }
+            // Larger than what is encrypted at once, both ways: the rest is encrypted as the
+            // socket takes what is queued, in order.
+            let large = (0..<(5 * TLSConnection.encryptAhead / 2 + 12_345)).map { UInt8(truncatingIfNeeded: $0 &* 7) }
             try await client.send(command: Array("ECHO".utf8), large)
             let header = Array("$\(large.count)\r\n".utf8)
             #expect(try await client.rawBytes(header.count + large.count + 2) == header + large + [13, 10])
@@ -133,8 +134,11 @@ struct TLSTests {
             #expect(server.port == server.tlsPort)
             let client = TestClient(loop: clientLoop, port: server.tlsPort, tls: TestTLSFiles())
             try await client.connect()
-            try await client.send("SET k 1\r\nPING\r\n")
-            #expect(try await client.replies(2) == ["+OK", "+PONG"])
+            try await client.send("SET k 1\r\nPING\r\nINFO\r\n")
+            let replies = try await client.replies(3)
+            #expect(Array(replies.prefix(2)) == ["+OK", "+PONG"])
+            #expect(
+                replies[2].contains("tcp_port:\(server.tlsPort)") && replies[2].contains("tls_port:\(server.tlsPort)"))
         }
     }
 
@@ -154,10 +158,67 @@ struct TLSTests {
         #expect(try await client.replies(1) == ["+PONG"])
         async let report = server.stop()
         #expect(try await client.isClosedByServer())
+        #expect(await client.receivedCloseNotify, "the end of the session, not just of the connection")
         #expect(await report.isComplete)
         await client.close()
         try clientLoop.syncShutdown()
         #expect(server.group.loops.allSatisfy { $0.loopCloseResult == 0 && $0.liveHandleCount == 0 })
+    }
+
+    /// A client still in its handshake when the stop comes gets no close_notify (there is no
+    /// session to close), and leaves nothing behind that fails another client's session: the
+    /// client that finished its handshake still gets every reply owed.
+    @Test func aStopWithAClientMidHandshakeFailsNoOtherSession() async throws {
+        var configuration = ServerConfiguration()
+        configuration.port = 0
+        configuration.tls = TestTLSFiles.server()
+        let server = try RegistryServer(configuration: configuration, logger: .quiet)
+        _ = try await server.start()
+        let clientLoop = UVLoop(name: "client")
+        try clientLoop.start()
+        let waiting = TestClient(loop: clientLoop, port: server.tlsPort)
+        try await waiting.connect()
+        let served = TestClient(loop: clientLoop, port: server.tlsPort, tls: TestTLSFiles())
+        try await served.connect()
+        try await served.send("PING\r\n")
+        #expect(try await served.replies(1) == ["+PONG"])
+        try await served.send(String(repeating: "ECHO abc\r\n", count: 100))
+        async let report = server.stop()
+        #expect(try await served.replies(100) == Array(repeating: "\"abc\"", count: 100))
+        #expect(try await served.isClosedByServer())
+        #expect(await served.receivedCloseNotify)
+        #expect(try await waiting.isClosedByServer())
+        #expect(await report.isComplete)
+        await served.close()
+        await waiting.close()
+        try clientLoop.syncShutdown()
+    }
+
+    /// What `TLSContext`'s `@unchecked Sendable` claims: sessions made from one context on two
+    /// loops at once, each serving its own connection.
+    @Test func oneContextServesSessionsOnTwoLoops() async throws {
+        try await withServer({ $0.tls = TestTLSFiles.server() }) { server, clientLoop in
+            let otherLoop = UVLoop(name: "client-2")
+            try otherLoop.start()
+            let context = try TLSContext.client(caFile: TestTLSFiles.path("ca.crt"))
+            let clients = [clientLoop, otherLoop].map {
+                TestClient(loop: $0, port: server.tlsPort, tls: TestTLSFiles(), context: context)
+            }
+            try await withThrowingTaskGroup(of: [String].self) { group in
+                for (index, client) in clients.enumerated() {
+                    group.addTask {
+                        try await client.connect()
+                        for round in 0..<50 { try await client.send("ECHO c\(index)r\(round)\r\n") }
+                        return try await client.replies(50)
+                    }
+                }
+                var answers: [[String]] = []
+                for try await replies in group { answers.append(replies) }
+                #expect(Set(answers) == Set((0..<2).map { index in (0..<50).map { "\"c\(index)r\($0)\"" } }))
+            }
+            for client in clients { await client.close() }
+            try otherLoop.syncShutdown()
+        }
     }
 
     @Test func unusableFilesAreRefusedWithTheirReason() throws {
