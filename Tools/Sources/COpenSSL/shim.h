@@ -30,9 +30,6 @@ static inline void copenssl_ctx_refuse_renegotiation(SSL_CTX *context) {
     SSL_CTX_set_options(context, SSL_OP_NO_RENEGOTIATION);
 }
 
-/// Sets `mode` bits on a session (SSL_MODE_RELEASE_BUFFERS: idle sessions give their buffers back).
-static inline long copenssl_set_mode(SSL *session, long mode) { return SSL_set_mode(session, mode); }
-
 /// A session's peer name for SNI, on a client (tests connect through it).
 static inline long copenssl_set_tlsext_host_name(SSL *session, const char *name) {
     return SSL_set_tlsext_host_name(session, name);

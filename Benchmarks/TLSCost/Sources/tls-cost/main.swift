@@ -61,8 +61,6 @@ final class MemorySession {
         _ = BIO_ctrl(incoming, BIO_C_SET_BUF_MEM_EOF_RETURN, -1, nil)
         _ = BIO_ctrl(outgoing, BIO_C_SET_BUF_MEM_EOF_RETURN, -1, nil)
         SSL_set_bio(session, incoming, outgoing)
-        // SSL_set_mode(session, SSL_MODE_RELEASE_BUFFERS), as the server sets it.
-        _ = SSL_ctrl(session, SSL_CTRL_MODE, Int(SSL_MODE_RELEASE_BUFFERS), nil)
         if isServer { SSL_set_accept_state(session) } else { SSL_set_connect_state(session) }
         self.session = session
         self.incoming = incoming
