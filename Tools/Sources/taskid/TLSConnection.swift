@@ -256,10 +256,11 @@ private final class TLSSessionState {
         var count = offset
         defer { try? sendCiphertext(to: connection) }
         let capacity = plaintext.count
+        // OpenSSL's error queue is per thread and shared by every session on it: a failure left
+        // there by another call must not be read as this one's. (Within the loop, only a failing
+        // read adds to it, and that ends the loop.)
+        ERR_clear_error()
         while count < capacity && !peerClosed {
-            // OpenSSL's error queue is per thread and shared by every session on it: a failure
-            // left there by another call must not be read as this one's.
-            ERR_clear_error()
             let read = SSL_read(session, plaintext.baseAddress! + count, Int32(capacity - count))
             if read > 0 {
                 count += Int(read)
