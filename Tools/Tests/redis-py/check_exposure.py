@@ -8,55 +8,18 @@ import os
 import resource
 import socket
 import subprocess
-import sys
 import tempfile
 import time
 
 import redis
+from taskid_process import TaskidServer, fail, ok
 
 
-def fail(message):
-    print(f"check_exposure: FAILED: {message}", file=sys.stderr)
-    sys.exit(1)
-
-
-def ok(message):
-    print(f"ok: {message}", flush=True)
-
-
-class Server:
-    """One taskid serve, started with `options`, on a free port; its log kept."""
+class Server(TaskidServer):
+    """One taskid serve, started with `options`, on a free port."""
 
     def __init__(self, taskid, options, host="127.0.0.1", preexec=None):
-        self.log = tempfile.NamedTemporaryFile(prefix="taskid-exposure-", suffix=".log", delete=False)
-        self.process = subprocess.Popen(
-            [taskid, "serve", "--port", "0", "--host", host, "--work", "sleep:1", *options],
-            stdout=subprocess.PIPE, stderr=self.log, text=True, preexec_fn=preexec)
-        line = self.process.stdout.readline()
-        if not line:
-            fail(f"taskid serve {' '.join(options)} did not start: {self.log_text()[-2000:]}")
-        import json
-        self.port = json.loads(line)["port"]
-
-    def log_text(self):
-        with open(self.log.name) as f:
-            return f.read()
-
-    def info(self, client):
-        return client.info()
-
-    def rss(self):
-        with open(f"/proc/{self.process.pid}/statm") as f:
-            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-
-    def stop(self):
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            fail("taskid serve did not stop within 20 s of SIGTERM")
-        os.unlink(self.log.name)
+        super().__init__(taskid, ["--port", "0", "--host", host, "--work", "sleep:1", *options], preexec=preexec)
 
 
 def wait_for_value(client, key, timeout=30):

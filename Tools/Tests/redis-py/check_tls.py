@@ -7,17 +7,16 @@ redis-server over TLS and plain TCP, in alternating rounds. Prints `ok: ...` per
 `figure:` line per measurement; exits 1 at the first failure. Run by scripts/check-exposure."""
 
 import argparse
-import json
 import os
 import shutil
 import socket
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 
 import redis
+from taskid_process import TaskidServer, fail, ok
 
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "Fixtures", "tls")
 
@@ -26,46 +25,17 @@ def fixture(name):
     return os.path.join(FIXTURES, name)
 
 
-def fail(message):
-    print(f"check_tls: FAILED: {message}", file=sys.stderr)
-    sys.exit(1)
-
-
-def ok(message):
-    print(f"ok: {message}", flush=True)
-
-
-class Server:
-    """One taskid serve with a TLS port, started with `options`, on free ports; its log kept."""
+class Server(TaskidServer):
+    """One taskid serve with a TLS port (the test certificate), started with `options`, on free
+    ports; a stop must exit 0."""
 
     def __init__(self, taskid, options):
-        self.log = tempfile.NamedTemporaryFile(prefix="taskid-tls-", suffix=".log", delete=False)
         plain = [] if "--tls-only" in options else ["--port", "0"]  # --tls-only binds no plain port
-        self.process = subprocess.Popen(
-            [taskid, "serve", *plain, "--tls-port", "0", "--work", "sleep:1",
-             "--tls-cert-file", fixture("server.crt"), "--tls-key-file", fixture("server.key"), *options],
-            stdout=subprocess.PIPE, stderr=self.log, text=True)
-        line = self.process.stdout.readline()
-        if not line:
-            fail(f"taskid serve {' '.join(options)} did not start: {self.log_text()[-2000:]}")
-        ready = json.loads(line)
-        self.port = ready["port"]
-        self.tls_port = ready["tls_port"]
-
-    def log_text(self):
-        with open(self.log.name) as f:
-            return f.read()
+        super().__init__(taskid, [*plain, "--tls-port", "0", "--work", "sleep:1", "--tls-cert-file",
+                                  fixture("server.crt"), "--tls-key-file", fixture("server.key"), *options])
 
     def stop(self):
-        self.process.terminate()
-        try:
-            status = self.process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            fail("taskid serve did not stop within 20 s of SIGTERM")
-        if status != 0:
-            fail(f"taskid serve exited {status} after SIGTERM: {self.log_text()[-1000:]}")
-        os.unlink(self.log.name)
+        super().stop(expect_success=True)
 
 
 def tls_client(port, **options):

@@ -142,9 +142,9 @@ struct TLSTests {
         }
     }
 
-    /// A stop delivers what a TLS client is owed, then its close_notify: the client reads the
-    /// end of the stream, not an error.
-    @Test func aGracefulStopEndsTheSessionCleanly() async throws {
+    /// A server with a TLS port, and a client loop, for a test that stops the server itself
+    /// (`withServer` stops it at the end).
+    static func startServerToStop() async throws -> (RegistryServer, UVLoop) {
         var configuration = ServerConfiguration()
         configuration.port = 0
         configuration.tls = TestTLSFiles.server()
@@ -152,6 +152,13 @@ struct TLSTests {
         _ = try await server.start()
         let clientLoop = UVLoop(name: "client")
         try clientLoop.start()
+        return (server, clientLoop)
+    }
+
+    /// A stop delivers what a TLS client is owed, then its close_notify: the client reads the
+    /// end of the stream, not an error.
+    @Test func aGracefulStopEndsTheSessionCleanly() async throws {
+        let (server, clientLoop) = try await Self.startServerToStop()
         let client = TestClient(loop: clientLoop, port: server.tlsPort, tls: TestTLSFiles())
         try await client.connect()
         try await client.send("PING\r\n")
@@ -169,13 +176,7 @@ struct TLSTests {
     /// session to close), and leaves nothing behind that fails another client's session: the
     /// client that finished its handshake still gets every reply owed.
     @Test func aStopWithAClientMidHandshakeFailsNoOtherSession() async throws {
-        var configuration = ServerConfiguration()
-        configuration.port = 0
-        configuration.tls = TestTLSFiles.server()
-        let server = try RegistryServer(configuration: configuration, logger: .quiet)
-        _ = try await server.start()
-        let clientLoop = UVLoop(name: "client")
-        try clientLoop.start()
+        let (server, clientLoop) = try await Self.startServerToStop()
         let waiting = TestClient(loop: clientLoop, port: server.tlsPort)
         try await waiting.connect()
         let served = TestClient(loop: clientLoop, port: server.tlsPort, tls: TestTLSFiles())
