@@ -11,6 +11,7 @@ CLUSTER SLOTS again and try the new owner), and, every --interval seconds once t
 settled, the next fault of this cycle:
     SIGKILL a node (never restarted), a node joins, SIGSTOP a node past its lease then SIGCONT,
     etcd SIGKILLed and restarted (down for the lease plus 1 s, then 0.5 s, in turn),
+    etcd SIGSTOPped past the lease (every node's lease expires) then SIGCONT,
     SIGTERM a node (it hands its slots over), a node joins.
 The cycle repeats until --seconds have passed, and runs once at least.
 
@@ -39,7 +40,10 @@ Checked:
      lease plus 1 s of the kill, measured per block by the first reply from its new owner;
   6. at the end, with every node settled and no run left: each key reads its last acknowledged
      id (or a later one whose SET got an error), or nil if its block moved since that SET;
-  7. every fault happened at least once, and the nodes left exit 0 on SIGTERM.
+  7. every fault happened at least once, and the nodes left exit 0 on SIGTERM;
+  8. an etcd stall past the lease, every node alive, moves no block (the settled maps before and
+     after are the same) and loses no value (every key, all set before the load began, reads a
+     value right after it).
 Prints key=value lines; exit 0 passed, 1 a check failed, 3 could not set up.
 """
 
@@ -628,6 +632,8 @@ class Chaos:
         self.faults = []  # (from, to, kind)
         self.etcd_long = True
         self.etcd_figures = []  # (downtime, settled after the restart)
+        self.stall_figures = []  # (stalled for, blocks moved, keys that read nil after it)
+        self.keys = []
         self.pauses = []
 
     def start_node(self):
@@ -690,6 +696,19 @@ class Chaos:
             self.pauses.append(continued - stopped)
         elif kind == "join":
             self.start_node()
+        elif kind == "stall":
+            # Past the lease: when etcd runs again, every node's lease has expired in it.
+            self.etcd.process.send_signal(signal.SIGSTOP)
+            time.sleep(self.args.lease + 2)
+            self.etcd.process.send_signal(signal.SIGCONT)
+            after = self.observer.wait_settled(30)
+            moved = [block for block in range(BLOCKS) if settled.owners[block] != after.owners[block]]
+            client = ClusterClient(shared.seeds)
+            check(client.refresh(), "no node answered CLUSTER SLOTS after the etcd stall")
+            results = client.run([(key, ("GET", key)) for key in self.keys])
+            client.close()
+            lost = [self.keys[index] for index, reply in results.items() if reply.value is None]
+            self.stall_figures.append((self.args.lease + 2, len(moved), len(lost)))
         elif kind == "etcd":
             downtime = self.args.lease + 1 if self.etcd_long else 0.5
             self.etcd_long = not self.etcd_long
@@ -706,7 +725,7 @@ class Chaos:
         self.history = History(self.etcd.url)
         for _ in range(args.nodes):
             self.start_node()
-        keys = ["k:%d" % n for n in range(args.keys)]
+        keys = self.keys = ["k:%d" % n for n in range(args.keys)]
         self.observer = Observer(shared)
         self.observer.wait_settled(30)
         client = ClusterClient(shared.seeds)
@@ -727,7 +746,7 @@ class Chaos:
         for thread in threads:
             thread.start()
         rng = random.Random(args.seed)
-        cycle = ["kill", "join", "pause", "etcd", "term", "join"]
+        cycle = ["kill", "join", "pause", "etcd", "stall", "term", "join"]
         done = 0
         while done < len(cycle) or time.monotonic() - start < args.seconds:
             time.sleep(args.interval)
@@ -809,6 +828,9 @@ class Chaos:
         for downtime, settled in self.etcd_figures:
             print("etcd_restart: down %.2f s, every node serving its map again %.2f s after etcd was back"
                   % (downtime, settled))
+        for stalled, moved, lost in self.stall_figures:
+            print("etcd_stall: stopped %.1f s (past the lease), every node alive: %d blocks moved, %d keys read nil "
+                  "after it" % (stalled, moved, lost))
         print("final: keys=%d " % len(keys) + " ".join("%s=%d" % item for item in sorted(final.items())))
         print("exit_statuses=" + ",".join("%s:%s" % item for item in statuses))
 
@@ -841,7 +863,11 @@ class Chaos:
         for what in ("unreadable", "missing", "stale", "newer_than_any_answered"):
             if final[what]:
                 failed.append("%d keys %s at the end" % (final[what], what.replace("_", " ")))
-        if set(kinds) != {"kill", "join", "pause", "etcd", "term"}:
+        for stalled, moved, lost in self.stall_figures:
+            if moved or lost:
+                failed.append("an etcd stall of %.1f s, every node alive, moved %d blocks and lost %d values"
+                              % (stalled, moved, lost))
+        if set(kinds) != {"kill", "join", "pause", "etcd", "stall", "term"}:
             failed.append("not every fault happened: %s" % dict(kinds))
         if shared.acknowledged == 0 or shared.reads == 0:
             failed.append("no SET was acknowledged or no GET answered")

@@ -19,7 +19,11 @@ Starts etcd (a data directory of its own, free ports) and N nodes (default 4) wi
   5. a node paused (SIGSTOP) for longer than its lease never answers for its old slots once it
      runs again: the survivors own them by then, and it answers -MOVED or -CLUSTERDOWN, never a
      value; a redis-benchmark --cluster started before the pause follows the slots away and
-     back (it reads the map again, and its requests reach every node afterwards).
+     back (it reads the map again, and its requests reach every node afterwards);
+  6. a second node started under a live node's id exits 64 and names the holder's address, and
+     the first node's slots stay in every node's map;
+  7. a node started while etcd is down prints no ready line; once etcd is back it registers,
+     takes its share, and only then prints its ready line.
 With --throughput, instead: N nodes on etcd beside N nodes of a static cluster file with the
 same share of slots each, and redis-benchmark --cluster (50 clients, -P 16, random keys) against
 each in turn, the order flipping every round: SET and GET requests per second, the medians, and
@@ -451,7 +455,64 @@ def steps(args, directory, etcd, nodes):
     print(f"ok: redis-benchmark --cluster, started before the pause and kept, read the map again "
           f"({said.count('configuration changed')} times) and its requests reach every node again "
           f"({sum(settled_at[n.port] - before[n.port] for n in nodes):,} SETs before the shares settled)")
+
+    # 6. One node per id: a second node under a live node's id exits 64 and names the holder.
+    holder = nodes[0]
+    ports = [node.port for node in nodes]
+    owners_before = slot_owners(ports[1])
+    (twin_port,) = free_ports(1)
+    twin = subprocess.run(
+        [args.taskid, "serve", "--port", str(twin_port), "--cluster-node", holder.name, "--work", "sleep:1",
+         "--etcd", etcd.url, "--etcd-lease-seconds", str(lease), "--etcd-cluster", "check"],
+        capture_output=True, text=True, timeout=60)
+    check(twin.returncode == 64, f"a second {holder.name} exited {twin.returncode}: {twin.stderr[-500:]}")
+    check(twin.stdout == "", f"a second {holder.name} printed a ready line: {twin.stdout}")
+    check(f"127.0.0.1:{holder.port}" in twin.stderr,
+          f"a second {holder.name} did not name the holder 127.0.0.1:{holder.port}: {twin.stderr[-500:]}")
+    for port in ports:
+        mapped = slot_owners(port)
+        check(any(owner == holder.port for _, _, owner in mapped),
+              f"{holder.name}'s slots left the map of the node on {port} after its twin exited")
+    check(settled(ports[0], ports)[0] and slot_owners(ports[1]) == owners_before,
+          "the map changed when a second node under a live id tried to start")
+    print(f"ok: a second '{holder.name}' exited 64 naming 127.0.0.1:{holder.port}; every map still has its slots")
+
+    # 7. Ready means serving: a node started while etcd is down prints no ready line until etcd
+    #    is back and the node serves its share.
+    etcd.kill()
+    late = LateNode(args.taskid, f"node{len(nodes) + 1}", etcd, lease, directory)
+    time.sleep(2 * lease)  # the wait a ready line must not end (no fixed window races a poll here)
+    check(late.ready_line() == "", f"{late.name} printed a ready line with etcd down: {late.ready_line()}")
+    check(late.process.poll() is None, f"{late.name} exited with etcd down (no --etcd-connect-timeout)")
+    check("not serving yet" in late.log(), f"{late.name} did not say what it waits for: {late.log()[-500:]}")
+    etcd.start()
+    nodes.append(late)
+    ports = [node.port for node in nodes]
+    wait_for(f"{late.name}'s ready line", late.ready_line, lambda line: line != "", limit=10 * lease + 20)
+    _, counts = wait_for("the shares with the late node", lambda: settled(ports[0], ports), lambda s: s[0])
+    check(counts.get(late.port, 0) > 0, f"{late.name} printed its ready line but serves no slot")
+    print(f"ok: {late.name}, started with etcd down, printed no ready line for {2 * lease} s; once etcd was back "
+          f"it took its share ({counts[late.port]} slots) and printed it")
     return 0
+
+
+class LateNode(Node):
+    """A node whose ready line is not waited for at start (etcd is down)."""
+
+    def __init__(self, taskid, name, etcd, lease, directory):
+        self.name = name
+        (self.port,) = free_ports(1)
+        self.out_path = os.path.join(directory, f"{name}.out")
+        self.log_path = os.path.join(directory, f"{name}.log")
+        self.process = subprocess.Popen(
+            [taskid, "serve", "--port", str(self.port), "--cluster-node", name, "--work", "sleep:1", "--etcd",
+             etcd.url, "--etcd-lease-seconds", str(lease), "--etcd-cluster", "check"],
+            stdout=open(self.out_path, "w"), stderr=open(self.log_path, "w"), preexec_fn=cluster_load.die_with_parent)
+        STARTED.append(self.process)
+
+    def ready_line(self):
+        with open(self.out_path) as file:
+            return file.read().strip()
 
 
 def benchmark(port, test, requests):

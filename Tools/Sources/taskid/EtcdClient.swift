@@ -35,6 +35,18 @@
         /// An etcd call that failed: no endpoint answered, or one answered with an error.
         struct Failure: Error, CustomStringConvertible {
             let description: String
+            /// An endpoint answered, but not as etcd does (not HTTP, not etcd's JSON): the
+            /// address is wrong, not down.
+            var isNotEtcd = false
+        }
+
+        /// The value of `key`, with its lease and revision; nil when it does not exist.
+        func value(of key: String) async throws -> KeyValue? {
+            let reply = try await call("/v3/kv/range", ["key": Self.encode(key)])
+            guard let entry = (reply["kvs"] as? [[String: Any]])?.first else { return nil }
+            return KeyValue(
+                key: key, value: Self.decode(entry["value"]) ?? "", lease: entry["lease"] as? String ?? "",
+                revision: Int64(entry["mod_revision"] as? String ?? "") ?? 0)
         }
 
         /// Grants a lease of `seconds`; returns its id and the time to live etcd granted.
@@ -79,20 +91,45 @@
             return (reply["succeeded"] as? Bool ?? false, Self.revision(of: reply))
         }
 
-        /// Sets `key` to `value`, bound to `lease`, whatever it held.
-        func put(_ key: String, value: String, lease: String) async throws {
-            _ = try await call(
-                "/v3/kv/put", ["key": Self.encode(key), "value": Self.encode(value), "lease": lease])
+        /// Claims a slot block: sets `key` to `value`, bound to `lease`, only if the key does not
+        /// exist, and records `claimant` (the node and its process) in `claimsKey`, a key with
+        /// no lease that outlives the claim. With `ifLastClaimant`, only if `claimsKey` still
+        /// names that claimant: nobody claimed the block since (a sticky claim). Whether it did,
+        /// and the revision etcd was at after it (the claim's own when it did).
+        func claim(
+            _ key: String, value: String, lease: String, claimsKey: String, claimant: String,
+            ifLastClaimant: String? = nil
+        ) async throws -> (succeeded: Bool, revision: Int64) {
+            var compare: [[String: Any]] = [["key": Self.encode(key), "target": "CREATE", "create_revision": "0"]]
+            if let ifLastClaimant {
+                compare.append(["key": Self.encode(claimsKey), "target": "VALUE", "value": Self.encode(ifLastClaimant)])
+            }
+            let reply = try await call(
+                "/v3/kv/txn",
+                [
+                    "compare": compare,
+                    "success": [
+                        ["request_put": ["key": Self.encode(key), "value": Self.encode(value), "lease": lease]],
+                        ["request_put": ["key": Self.encode(claimsKey), "value": Self.encode(claimant)]],
+                    ],
+                ])
+            return (reply["succeeded"] as? Bool ?? false, Self.revision(of: reply))
         }
 
-        /// Deletes `key` only if it holds `value`; whether it did (a release never deletes
-        /// another node's claim), and the revision etcd was at after it.
-        func deleteIfValue(_ key: String, value: String) async throws -> (succeeded: Bool, revision: Int64) {
+        /// Gives a slot block back: deletes `key` only if it holds `value`, and `claimsKey` with
+        /// it (a block given back has no claimant to wait for). Whether it did, and the revision
+        /// etcd was at after it.
+        func release(_ key: String, value: String, claimsKey: String) async throws -> (
+            succeeded: Bool, revision: Int64
+        ) {
             let reply = try await call(
                 "/v3/kv/txn",
                 [
                     "compare": [["key": Self.encode(key), "target": "VALUE", "value": Self.encode(value)]],
-                    "success": [["request_delete_range": ["key": Self.encode(key)]]],
+                    "success": [
+                        ["request_delete_range": ["key": Self.encode(key)]],
+                        ["request_delete_range": ["key": Self.encode(claimsKey)]],
+                    ],
                 ])
             return (reply["succeeded"] as? Bool ?? false, Self.revision(of: reply))
         }
@@ -159,35 +196,66 @@
         // MARK: - The JSON gateway
 
         /// POSTs `body` as JSON to `path` on the first endpoint that answers; its JSON reply.
+        /// - Throws: `Failure`: no endpoint answered (the last one's reason), one answered with
+        ///   etcd's error, or every one that answered did so not as etcd (`isNotEtcd`).
         private func call(_ path: String, _ body: [String: Any]) async throws -> [String: Any] {
             let data = try JSONSerialization.data(withJSONObject: body)
-            var lastError: (any Error)?
+            var lastError: Failure?
             for endpoint in endpoints {
                 do {
-                    var request = HTTPClientRequest(url: endpoint + path)
-                    request.method = .POST
-                    request.body = .bytes(ByteBuffer(bytes: data))
-                    let response = try await http.execute(request, timeout: timeout)
-                    let bytes = try await response.body.collect(upTo: 4 << 20)
-                    let text = String(buffer: bytes)
-                    // A streaming call (keep-alive) answers one JSON line.
-                    let first = text.split(separator: "\n").first.map(String.init) ?? ""
-                    guard let reply = try JSONSerialization.jsonObject(with: Data(first.utf8)) as? [String: Any] else {
-                        throw Failure(description: "\(path): not a JSON object")
-                    }
-                    guard response.status == .ok else {
-                        throw Failure(
-                            description: "\(path): HTTP \(response.status.code): \(reply["message"] ?? first)")
-                    }
-                    return reply
-                } catch {
+                    return try await call(endpoint, path, data)
+                } catch let failure as Failure {
                     // Also an error answer: a member cut off from its cluster answers 503, another
                     // member may not.
-                    lastError = error
+                    lastError = failure
+                } catch {
+                    lastError = Self.failure(of: error, at: endpoint)
                 }
             }
-            throw Failure(
-                description: "no etcd endpoint answered \(path): \(lastError.map { "\($0)" } ?? "none given")")
+            guard let lastError else { throw Failure(description: "no etcd endpoint given") }
+            throw lastError
+        }
+
+        /// One endpoint's JSON reply to `path`.
+        private func call(_ endpoint: String, _ path: String, _ data: Data) async throws -> [String: Any] {
+            var request = HTTPClientRequest(url: endpoint + path)
+            request.method = .POST
+            request.body = .bytes(ByteBuffer(bytes: data))
+            let response = try await http.execute(request, timeout: timeout)
+            let bytes = try await response.body.collect(upTo: 4 << 20)
+            let text = String(buffer: bytes)
+            // A streaming call (keep-alive) answers one JSON line.
+            let first = text.split(separator: "\n").first.map(String.init) ?? ""
+            guard let reply = try? JSONSerialization.jsonObject(with: Data(first.utf8)) as? [String: Any] else {
+                throw Failure(
+                    description: "\(Self.host(of: endpoint)) answered, but not as etcd: HTTP \(response.status.code) "
+                        + "with \(first.isEmpty ? "no body" : "'\(QuotedText.excerpt(first))'") to \(path)",
+                    isNotEtcd: true)
+            }
+            guard response.status == .ok else {
+                throw Failure(description: "\(path): HTTP \(response.status.code): \(reply["message"] ?? first)")
+            }
+            return reply
+        }
+
+        /// What went wrong reaching `endpoint`: down (refused, timed out) or, once connected, not
+        /// speaking HTTP as etcd does (a redis-server closes the connection at an HTTP request).
+        static func failure(of error: any Error, at endpoint: String) -> Failure {
+            let host = host(of: endpoint)
+            if let client = error as? HTTPClientError, client == .remoteConnectionClosed {
+                return Failure(
+                    description: "\(host) answered, but not as etcd: it closed the connection at an HTTP request",
+                    isNotEtcd: true)
+            }
+            if "\(type(of: error))".contains("HTTPParserError") {
+                return Failure(description: "\(host) answered, but not as etcd: not HTTP (\(error))", isNotEtcd: true)
+            }
+            return Failure(description: "etcd at \(host) is not answering: \(error)")
+        }
+
+        /// `host:port` of an endpoint URL, for messages.
+        static func host(of endpoint: String) -> String {
+            endpoint.hasPrefix("http://") ? String(endpoint.dropFirst("http://".count)) : endpoint
         }
 
         /// The changes one line of a watch stream reports (none for the line that confirms

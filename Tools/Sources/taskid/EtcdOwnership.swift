@@ -26,23 +26,23 @@
         /// order). Returns once the server serves it, or a later one. Any task.
         let publish: @Sendable (ClusterConfiguration, UInt64) async -> Void
         /// The number of the last view handed to `publish`.
-        private var viewNumber: UInt64 = 0
+        var viewNumber: UInt64 = 0
         /// Empties blocks this node has just gained; false when it could not, and they must
         /// not be served. Any task.
         let dropKeys: @Sendable ([Int]) async -> Bool
 
-        private var members: [String: String] = [:]
-        private var blocks = SlotBlocks()
+        var members: [String: String] = [:]
+        var blocks = SlotBlocks()
         /// The blocks this node has emptied and serves.
-        private var served: Set<Int> = []
-        private var lease: String?
+        var served: Set<Int> = []
+        var lease: String?
         /// A lease granted whose registration has not succeeded yet.
-        private var unusedGrant: String?
-        private var fence = LeaseFence(ttlNanoseconds: 3_000_000_000, marginNanoseconds: 1_000_000_000)
+        var unusedGrant: String?
+        var fence = LeaseFence(ttlNanoseconds: 3_000_000_000, marginNanoseconds: 1_000_000_000)
         /// The map has been read at least once: until then the node claims nothing.
-        private var hasRead = false
+        var hasRead = false
         /// Each block's lease in etcd ("" when free), as last read or watched.
-        private var blockLeases = [String](repeating: "", count: SlotBlocks.count)
+        var blockLeases = [String](repeating: "", count: SlotBlocks.count)
         /// The revision of the latest change taken in for each block: older news is dropped, and
         /// a guess made across a wait is dropped if the map brought news of the block meanwhile.
         private var revisions = BlockRevisions()
@@ -56,7 +56,31 @@
         private let passRequests: AsyncStream<Void>
         private let passRequester: AsyncStream<Void>.Continuation
         /// Handing over (SIGTERM): claim nothing more.
-        private var leaving = false
+        var leaving = false
+        /// This process among every run of this node's id: a claim records "<id> <incarnation>"
+        /// as the block's claimant (`claims/<n>`), so that a sticky claim cannot mistake what an
+        /// earlier run of the id stored for its own.
+        let claimant: String
+        /// Each block's claimant as etcd last said (`claims/<n>`, "" for none): who claimed it
+        /// last and did not give it back. It outlives the claim when a lease expires.
+        var lastClaimants = [String](repeating: "", count: SlotBlocks.count)
+        /// The blocks served when the lease was lost: the next registration claims them first,
+        /// keeping what they hold if nobody claimed them meanwhile (`rebalanceOnce`).
+        var formerlyServed: Set<Int> = []
+        /// After registering again past a lost lease, until this time (`MonotonicClock`), blocks
+        /// whose last claimant is another node are left to it: an etcd stall past the lease
+        /// expires every node's lease at once, and each comes back for its own blocks.
+        var othersBlocksWaitUntil: UInt64 = 0
+        /// Registered on etcd at least once: its id was free then, so a later refusal of the id
+        /// is a node that took it since, not one that was there first.
+        var registeredOnce = false
+        /// The address of the node that holds this node's id, when registering found it taken
+        /// at start (and `--wait-for-id` was not given): the server then refuses to start.
+        var idTakenBy: String?
+        /// Why the node does not serve its share yet, as last found (for `readiness`).
+        var waitingReason = "registering on etcd"
+        /// When `noteProblem` last logged (`MonotonicClock`), and what.
+        var problemLoggedAt: UInt64 = 0
 
         init(
             settings: EtcdSettings, myself: ClusterNode, client: EtcdClient, logger: Logger,
@@ -69,14 +93,16 @@
             self.logger = logger
             self.publish = publish
             self.dropKeys = dropKeys
+            claimant = "\(myself.id) \(String(UInt64.random(in: 0...UInt64.max), radix: 16))"
             (passRequests, passRequester) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
         }
 
         /// The owner of a block another node claimed first, until the watch says which node.
-        private static let claimedElsewhere = "\u{0}claimed"
+        static let claimedElsewhere = "\u{0}claimed"
 
-        private var memberPrefix: String { settings.prefix + "members/" }
+        var memberPrefix: String { settings.prefix + "members/" }
         private var blockPrefix: String { settings.prefix + "blocks/" }
+        private var claimsPrefix: String { settings.prefix + "claims/" }
 
         /// Keeps the lease and follows the map until the task is cancelled.
         func run() async {
@@ -85,131 +111,6 @@
                 group.addTask { await self.followMap() }
                 group.addTask { for await _ in self.passRequests { await self.rebalanceOnce() } }
                 await group.waitForAll()
-            }
-        }
-
-        /// SIGTERM: stops serving every block, then revokes the lease, which deletes this
-        /// node's keys at once so that the survivors claim its blocks without waiting for it to
-        /// expire; returns once they have (or after twice the lease time, or at once when it
-        /// knows no other node), so that the drain can answer `-MOVED` to the new owners.
-        func handOver() async {
-            // Nothing served from here on, before the lease goes: every pass and renewal checks
-            // `leaving` after each of its waits, so none serves again.
-            leaving = true
-            let mine = blocks.blocks(of: myself.id)
-            let othersKnown = members.keys.contains { $0 != myself.id }
-            let leaseToRevoke = lease
-            lease = nil
-            fence.revoked()
-            served = []
-            await publishView()
-            if let leaseToRevoke {
-                do { try await client.revoke(leaseToRevoke) } catch {
-                    logger.warning("etcd: could not revoke the lease; its blocks move when it expires: \(error)")
-                }
-            }
-            guard othersKnown else {
-                logger.info("etcd: no other node to hand \(mine.count) slot blocks over to")
-                return
-            }
-            let deadline = MonotonicClock.nanoseconds() &+ UInt64(2 * settings.leaseSeconds) * 1_000_000_000
-            while MonotonicClock.nanoseconds() < deadline, !Task.isCancelled {
-                // Owned by a node the map names: a guess (`claimedElsewhere`) has no address for -MOVED.
-                if mine.allSatisfy({ [nil, myself.id, Self.claimedElsewhere].contains(blocks.owners[$0]) == false }) {
-                    logger.info("etcd: handed over \(mine.count) slot blocks")
-                    return
-                }
-                try? await Task.sleep(for: .milliseconds(20))
-            }
-            logger.warning("etcd: \(mine.count) slot blocks given up; not all claimed by others within twice the lease")
-        }
-
-        // MARK: - The lease
-
-        /// Grants the lease, registers the node, and renews it every fourth of its time to
-        /// live; grants a new one when it has expired. Errors are retried: the fence closes by
-        /// itself while etcd cannot be reached.
-        private func keepLease() async {
-            while !Task.isCancelled && !leaving {
-                do {
-                    let sent = MonotonicClock.nanoseconds()
-                    let granted = try await client.grantLease(seconds: settings.leaseSeconds)
-                    unusedGrant = granted.id
-                    try await client.put(
-                        memberPrefix + myself.id, value: "\(myself.host):\(myself.port)", lease: granted.id)
-                    guard !leaving else {
-                        // Granted as the node began to leave: nothing would renew or revoke it.
-                        try? await client.revoke(granted.id)
-                        return
-                    }
-                    // Only a registered lease is this node's: no pass claims anything under one
-                    // whose registration failed (it would expire with blocks served under it).
-                    let ttl = UInt64(granted.ttl) * 1_000_000_000
-                    // A fifth of the lease covers the two clocks' rates; renewing every fourth
-                    // leaves three renewals to fail before the fence closes.
-                    fence = LeaseFence(ttlNanoseconds: ttl, marginNanoseconds: ttl / 5)
-                    fence.renewed(sentAt: sent)
-                    lease = granted.id
-                    unusedGrant = nil
-                    logger.info("etcd: registered with lease \(granted.id) (\(granted.ttl) s)")
-                    rebalance()
-                    try await renew(granted.id, every: .nanoseconds(Int64(ttl / 4)))
-                } catch is CancellationError {
-                    return
-                } catch {
-                    logger.warning("etcd: \(error); trying again")
-                    if let unusedGrant {
-                        // Its member key may have been written: it goes now, not when it expires.
-                        try? await client.revoke(unusedGrant)
-                        self.unusedGrant = nil
-                    }
-                    try? await Task.sleep(for: .milliseconds(200))
-                }
-            }
-        }
-
-        /// Renews lease `id` until it is found expired (then returns) or the task is cancelled.
-        private func renew(_ id: String, every interval: Duration) async throws {
-            while !leaving {
-                try await Task.sleep(for: interval)
-                let sent = MonotonicClock.nanoseconds()
-                let left: Int
-                do { left = try await client.keepAlive(id) } catch is CancellationError {
-                    throw CancellationError()
-                } catch {
-                    logger.warning("etcd: keep-alive failed (\(error)); serving until the fence closes")
-                    continue
-                }
-                // Leaving, or the lease replaced meanwhile: this answer reopens nothing.
-                guard !leaving, lease == id else { return }
-                guard left > 0 else {
-                    // Expired: etcd deleted this node's keys. Serve nothing until claimed again.
-                    logger.warning("etcd: the lease expired; its blocks are gone, registering again")
-                    lease = nil
-                    fence.revoked()
-                    served = []
-                    // Its keys went with the lease, whatever the watch has said so far.
-                    for block in blocks.blocks(of: myself.id) {
-                        blocks.owners[block] = nil
-                        blockLeases[block] = ""
-                    }
-                    await publishView()
-                    return
-                }
-                fence.renewed(sentAt: sent)
-                let answered = MonotonicClock.nanoseconds()
-                let servingFor = fence.validUntil > answered ? (fence.validUntil - answered) / 1_000_000 : 0
-                // The fence's times, per renewal: what shows why a node stopped serving.
-                logger.debug(
-                    "etcd: lease renewed",
-                    metadata: [
-                        "lease": "\(id)", "ttl_left_s": "\(left)",
-                        "round_trip_ms": "\((answered &- sent) / 1_000_000)", "serving_for_ms": "\(servingFor)",
-                    ])
-                await publishView()  // the fence moved: even while a pass is under way
-                // Also the periodic pass: a pass skipped while the fence was closed, or a claim
-                // that failed, is tried again here.
-                rebalance()
             }
         }
 
@@ -238,7 +139,7 @@
                     return
                 } catch {
                     if Task.isCancelled { return }
-                    logger.warning("etcd: watch ended (\(error)); reading the map again")
+                    noteProblem("etcd: watch ended (\(error)); reading the map again")
                     try? await Task.sleep(for: .milliseconds(200))
                 }
             }
@@ -254,12 +155,15 @@
         /// change of it is known (a claim of this node's answered after the read was).
         private func take(_ read: (revision: Int64, values: [EtcdClient.KeyValue])) {
             members = [:]
+            lastClaimants = Array(repeating: "", count: SlotBlocks.count)
             var claims = [EtcdClient.KeyValue?](repeating: nil, count: SlotBlocks.count)
             for entry in read.values {
                 if entry.key.hasPrefix(memberPrefix) {
                     members[String(entry.key.dropFirst(memberPrefix.count))] = entry.value
                 } else if let block = blockNumber(entry.key) {
                     claims[block] = entry
+                } else if let block = blockNumber(entry.key, under: claimsPrefix) {
+                    lastClaimants[block] = entry.value
                 }
             }
             for block in 0..<SlotBlocks.count where revisions.takeRead(of: block, at: read.revision) {
@@ -275,19 +179,24 @@
                     members[String(entry.key.dropFirst(memberPrefix.count))] = entry.value
                 } else if let block = blockNumber(entry.key), revisions.takeChange(of: block, at: entry.revision) {
                     setOwner(of: block, to: entry)
+                } else if let block = blockNumber(entry.key, under: claimsPrefix) {
+                    lastClaimants[block] = entry.value
                 }
             case .delete(let key, let revision):
                 if key.hasPrefix(memberPrefix) {
                     members[String(key.dropFirst(memberPrefix.count))] = nil
                 } else if let block = blockNumber(key), revisions.takeChange(of: block, at: revision) {
                     setFree(block)
+                } else if let block = blockNumber(key, under: claimsPrefix) {
+                    lastClaimants[block] = ""
                 }
             }
         }
 
-        /// The block a key of the map names, nil for any other key.
-        private func blockNumber(_ key: String) -> Int? {
-            guard key.hasPrefix(blockPrefix), let block = Int(key.dropFirst(blockPrefix.count)),
+        /// The block a key of the map names (under `blocks/`, or `prefix`), nil for any other key.
+        private func blockNumber(_ key: String, under prefix: String? = nil) -> Int? {
+            let prefix = prefix ?? blockPrefix
+            guard key.hasPrefix(prefix), let block = Int(key.dropFirst(prefix.count)),
                 (0..<SlotBlocks.count).contains(block)
             else { return nil }
             return block
@@ -304,6 +213,9 @@
         }
 
         private func setFree(_ block: Int) {
+            // Served until it went free without being given back (given back, it is no longer
+            // served first): the lease expired, and the watch said so before the renewal did.
+            if served.contains(block) { formerlyServed.insert(block) }
             blockLeases[block] = ""
             claimRevisions[block] = 0
             blocks.owners[block] = nil
@@ -316,7 +228,7 @@
         /// one at a time in `run()`'s own task, never in the caller's: the watch's task is
         /// cancelled every lease time to read the map again, and a pass cut short there failed
         /// each of its remaining claims and releases. A request made during a pass runs one more.
-        private func rebalance() {
+        func rebalance() {
             passRequester.yield()
         }
 
@@ -326,7 +238,13 @@
             guard hasRead, !leaving, let lease, fence.allowsServing(at: MonotonicClock.nanoseconds()),
                 members[myself.id] != nil
             else { return await publishView() }
-            let plan = blocks.plan(for: myself.id, among: Array(members.keys))
+            await claimFormerBlocks(lease: lease)
+            guard !leaving, self.lease == lease else { return }
+            // Registered again past a lost lease: other nodes' blocks are theirs to come back for.
+            let waiting = MonotonicClock.nanoseconds() < othersBlocksWaitUntil
+            let othersBlocks = Set(
+                (0..<SlotBlocks.count).filter { waiting && !lastClaimants[$0].isEmpty && !isMine(lastClaimants[$0]) })
+            let plan = blocks.plan(for: myself.id, among: Array(members.keys), leaving: othersBlocks)
             logger.debug(
                 "etcd: rebalancing",
                 metadata: [
@@ -341,7 +259,8 @@
                     do {
                         // Free now, in this node's view too: the watch's word on it comes later, and
                         // a plan made meanwhile must not give it back again.
-                        let release = try await client.deleteIfValue(blockPrefix + "\(block)", value: myself.id)
+                        let release = try await client.release(
+                            blockPrefix + "\(block)", value: myself.id, claimsKey: claimsPrefix + "\(block)")
                         if release.succeeded, revisions.takeChange(of: block, at: release.revision) {
                             setFree(block)
                         }
@@ -367,8 +286,9 @@
             for block in plan.claim {
                 let knownBefore = revisions.known[block]
                 do {
-                    let claim = try await client.createIfAbsent(
-                        blockPrefix + "\(block)", value: myself.id, lease: lease)
+                    let claim = try await client.claim(
+                        blockPrefix + "\(block)", value: myself.id, lease: lease, claimsKey: claimsPrefix + "\(block)",
+                        claimant: claimant)
                     guard !leaving, self.lease == lease else { return }  // left, or the lease was lost
                     if claim.succeeded {
                         // Unless the watch has already brought this claim, or a later change.
@@ -401,8 +321,46 @@
             await publishView()
         }
 
+        /// Whether a claimant (`claims/<n>`) is this node's id, in this run or an earlier one.
+        private func isMine(_ claimant: String) -> Bool { claimant.hasPrefix(myself.id + " ") }
+
+        /// The first pass after registering again past a lost lease: claims back, up to its
+        /// share, the blocks it served when the lease was lost and that etcd shows free, each only
+        /// if this run is still its last claimant (nobody claimed it meanwhile, and it was not
+        /// given back). Such a block keeps what it holds: while the lease was lost the fence kept
+        /// the node from answering for it, and nobody else did. One try: a block that cannot be
+        /// claimed back so is claimed the usual way later, emptied.
+        private func claimFormerBlocks(lease: String) async {
+            guard !formerlyServed.isEmpty else { return }
+            let share = SlotBlocks.share(of: myself.id, among: Array(members.keys))
+            let room = max(0, share - blocks.blocks(of: myself.id).count)
+            let candidates = formerlyServed.sorted().filter { blocks.owners[$0] == nil && lastClaimants[$0] == claimant }
+            formerlyServed = []
+            var kept = 0
+            for block in candidates.prefix(room) {
+                do {
+                    let claim = try await client.claim(
+                        blockPrefix + "\(block)", value: myself.id, lease: lease, claimsKey: claimsPrefix + "\(block)",
+                        claimant: claimant, ifLastClaimant: claimant)
+                    guard !leaving, self.lease == lease else { return }
+                    guard claim.succeeded else { continue }
+                    if revisions.takeChange(of: block, at: claim.revision) {
+                        setOwner(of: block, to: .init(key: "", value: myself.id, lease: lease, revision: claim.revision))
+                    }
+                    guard blocks.owners[block] == myself.id && blockLeases[block] == lease else { continue }
+                    served.insert(block)
+                    emptiedUnder[block] = claimRevisions[block]
+                    kept += 1
+                } catch {
+                    logger.warning("etcd: could not claim back block \(block): \(error)")
+                }
+            }
+            logger.info("etcd: claimed back \(kept) of the \(candidates.count) slot blocks it served, with what they hold")
+            await publishView()
+        }
+
         /// The cluster as this node serves it now, to the server.
-        private func publishView() async {
+        func publishView() async {
             let list = members.compactMap { id, address -> (id: String, host: String, port: Int)? in
                 guard let colon = address.lastIndex(of: ":"), let port = Int(address[address.index(after: colon)...])
                 else {

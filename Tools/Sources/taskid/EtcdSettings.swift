@@ -11,6 +11,12 @@ struct EtcdSettings: Sendable, Equatable {
     /// The cluster's name: its keys live under `/taskid/<name>/`, so that several clusters can
     /// share one etcd.
     let clusterName: String
+    /// `--wait-for-id`: at start, wait for a live node holding this node's id to go, rather
+    /// than refuse to start.
+    var waitForID = false
+    /// `--etcd-connect-timeout`: the longest wait at start for etcd to confirm the node's
+    /// lease, in seconds, before exiting 69; 0 for no bound.
+    var connectTimeoutSeconds = 0
 
     /// The lease times accepted, in seconds (etcd grants whole seconds; a node renews its
     /// lease every fourth of it).

@@ -268,6 +268,8 @@ struct ServeCommand: AsyncParsableCommand {
 
     @OptionGroup(title: "TLS") var tls: TLSOptions
 
+    @OptionGroup(title: "Start on etcd") var etcdStart: EtcdStartOptions
+
     @Option(help: "Least severe log message written to standard error.")
     var logLevel = LogLevelArgument.info
 
@@ -298,6 +300,7 @@ struct ServeCommand: AsyncParsableCommand {
         if let port { try check("--port", port, in: 0...65_535) }
         _ = try clusterConfiguration()
         _ = try etcdSettings()
+        try etcdStart.check(etcdGiven: etcd != nil)
         _ = try accessControl()
         if try tls.settings(plainPort: plainPort, portGiven: port != nil, checkingFiles: true)?.only == true
             && (clusterConfig != nil || etcd != nil)
@@ -356,7 +359,9 @@ struct ServeCommand: AsyncParsableCommand {
             configuration.cluster = cluster
             configuration.host = host
             configuration.port = plainPort
-            if let etcd = try etcdSettings(), let clusterNode {
+            if var etcd = try etcdSettings(), let clusterNode {
+                etcd.waitForID = etcdStart.waitForID
+                etcd.connectTimeoutSeconds = etcdStart.connectTimeoutSeconds
                 configuration.etcd = etcd
                 // Until etcd answers: a cluster of this node alone, serving nothing.
                 configuration.cluster = ClusterConfiguration(
@@ -428,6 +433,8 @@ struct ServeCommand: AsyncParsableCommand {
         let group = ServiceGroup(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
         do {
             try await group.run()
+        } catch let failure as EtcdStartFailure {
+            throw ExitCode(failure.exitCode)  // ServerService logged why
         } catch {
             throw ExitCode.failure  // ServerService logged why
         }

@@ -99,6 +99,23 @@ struct ServerService: Service {
         }
         #if Etcd
             let ownership = configuration.etcd.map { startOwnership($0, server: server, port: port) }
+            if let ownership, let etcd = configuration.etcd {
+                // The ready line says the node serves: on etcd, once it serves its share.
+                do {
+                    try await cancelWhenGracefulShutdown {
+                        try await self.waitUntilServing(ownership.coordinator, settings: etcd)
+                    }
+                } catch let failure as EtcdStartFailure {
+                    logger.error("cannot start: \(failure)")
+                    ownership.task.cancel()
+                    await ownership.task.value
+                    try? await ownership.http.shutdown()
+                    await server.stop()
+                    throw failure
+                } catch {
+                    // Stopped (SIGTERM) before serving: no ready line; the stop below.
+                }
+            }
         #endif
         ReadyLine(host: configuration.host, port: port, tlsPort: tlsPort, loops: configuration.loops, pid: getpid())
             .emit()
@@ -143,6 +160,34 @@ struct ServerService: Service {
             let http: HTTPClient
         }
 
+        /// Returns once the node serves its share of the slot blocks; says what it waits for
+        /// meanwhile (when that changes, and every 10 s).
+        /// - Throws: `EtcdStartFailure` when another live node holds this node's id, or etcd has
+        ///   not confirmed the lease within `--etcd-connect-timeout`; `CancellationError`.
+        func waitUntilServing(_ coordinator: EtcdOwnership, settings: EtcdSettings) async throws {
+            let started = MonotonicClock.nanoseconds()
+            let timeout = UInt64(settings.connectTimeoutSeconds) * 1_000_000_000
+            var said: (reason: String, at: UInt64)?
+            while true {
+                let now = MonotonicClock.nanoseconds()
+                switch await coordinator.readiness() {
+                case .ready:
+                    return
+                case .idTaken(let holder):
+                    throw EtcdStartFailure.idTaken(id: coordinator.myself.id, holder: holder)
+                case .waiting(let reason):
+                    if timeout > 0, now &- started >= timeout, await !coordinator.hasRegistered() {
+                        throw EtcdStartFailure.noLease(seconds: settings.connectTimeoutSeconds, reason: reason)
+                    }
+                    if said?.reason != reason || now &- (said?.at ?? 0) >= 10_000_000_000 {
+                        logger.info("not serving yet: \(reason)")
+                        said = (reason, now)
+                    }
+                }
+                try await Task.sleep(for: .milliseconds(50))
+            }
+        }
+
         /// Starts following and claiming slots on etcd for `server`, listening on `port`.
         func startOwnership(_ settings: EtcdSettings, server: RegistryServer, port: Int) -> RunningOwnership {
             let http = HTTPClient(eventLoopGroupProvider: .singleton)
@@ -167,3 +212,31 @@ struct ServerService: Service {
 /// A stop whose drain timed out, or whose trace file was not written, is an error of the
 /// service: `taskid serve` then exits 1.
 extension DrainReport: Error {}
+
+/// Why a node on etcd did not start serving, with the exit status it gives `taskid serve`. A
+/// value type; any thread.
+enum EtcdStartFailure: Error, Equatable, CustomStringConvertible {
+    /// Another live node is registered under this node's id: exit 64 (the command line names a
+    /// node that exists).
+    case idTaken(id: String, holder: String)
+    /// etcd did not confirm the node's lease within `--etcd-connect-timeout`: exit 69 (a
+    /// service the node needs is unavailable).
+    case noLease(seconds: Int, reason: String)
+
+    var exitCode: Int32 {
+        switch self {
+        case .idTaken: 64
+        case .noLease: 69
+        }
+    }
+
+    var description: String {
+        switch self {
+        case .idTaken(let id, let holder):
+            "node id '\(id)' is already registered on etcd by \(holder), under a live lease: give this node "
+                + "another --cluster-node, or stop that one (--wait-for-id waits for it to go)"
+        case .noLease(let seconds, let reason):
+            "etcd did not confirm this node's lease within --etcd-connect-timeout \(seconds) s: \(reason)"
+        }
+    }
+}

@@ -46,7 +46,8 @@ struct SlotBlocks: Equatable {
     /// it holds fewer than its share (the free ones nearest the start of its natural range
     /// first, so that nodes joining at once collide little), and the blocks to give back
     /// while it holds more (its last ones, so that what it keeps stays contiguous).
-    func plan(for node: String, among members: [String]) -> (claim: [Int], release: [Int]) {
+    /// Free blocks in `leaving` are not claimed (they wait for their last owner to come back).
+    func plan(for node: String, among members: [String], leaving: Set<Int> = []) -> (claim: [Int], release: [Int]) {
         let share = Self.share(of: node, among: members)
         let mine = blocks(of: node)
         if mine.count > share { return ([], Array(mine.suffix(mine.count - share))) }
@@ -60,7 +61,7 @@ struct SlotBlocks: Equatable {
         var claim: [Int] = []
         for offset in 0..<Self.count where claim.count < wanted {
             let block = (start + offset) % Self.count
-            if owners[block] == nil { claim.append(block) }
+            if owners[block] == nil && !leaving.contains(block) { claim.append(block) }
         }
         return (claim, [])
     }

@@ -56,6 +56,22 @@ struct SlotOwnershipTests {
         #expect(blocks.blocks(of: "a").count == 64 && blocks.blocks(of: "b").count == 64)
     }
 
+    /// After an etcd stall past the lease every block is free at once: a node that registers
+    /// again first leaves the blocks whose last claimant is another node to that node, and
+    /// claims none of them, while a dead node's blocks (nothing left) are claimed as usual.
+    @Test func blocksLeftToTheirLastOwnerAreNotClaimed() {
+        var blocks = SlotBlocks()
+        Self.settle(&blocks, members: ["a", "b"])
+        let bBlocks = Set(blocks.blocks(of: "b"))
+        for block in 0..<SlotBlocks.count { blocks.owners[block] = nil }
+        // a is back first and alone in the map, with a share of every block.
+        let plan = blocks.plan(for: "a", among: ["a"], leaving: bBlocks)
+        #expect(plan.release.isEmpty)
+        #expect(Set(plan.claim).isDisjoint(with: bBlocks), "b's blocks are left to b")
+        #expect(plan.claim.count == SlotBlocks.count - bBlocks.count)
+        #expect(blocks.plan(for: "a", among: ["a"]).claim.count == SlotBlocks.count, "left to nobody: all claimed")
+    }
+
     @Test func aJoiningNodeGetsItsShareFromTheOthersReleases() {
         var blocks = SlotBlocks()
         Self.settle(&blocks, members: ["a", "b"])
