@@ -61,6 +61,7 @@ import sys
 import tempfile
 import threading
 import time
+import types
 import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -639,7 +640,12 @@ class Chaos:
     def start_node(self):
         name = "node%d" % self.next_name
         self.next_name += 1
-        node = cluster_etcd.Node(self.args.taskid, name, self.etcd, self.args.lease, self.directory,
+        # Known by its port before it starts: its ready line comes once it serves, and by then
+        # the load's clients may already have been sent to it.
+        (port,) = cluster_etcd.free_ports(1)
+        with self.shared.lock:
+            self.shared.nodes[port] = types.SimpleNamespace(name=name, port=port)
+        node = cluster_etcd.Node(self.args.taskid, name, self.etcd, self.args.lease, self.directory, port=port,
                                  work=NODE_ARGUMENTS, extra=["--etcd", self.etcd.url, "--etcd-lease-seconds",
                                                              str(self.args.lease), "--etcd-cluster", "chaos"])
         with self.shared.lock:

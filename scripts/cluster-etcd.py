@@ -480,7 +480,7 @@ def steps(args, directory, etcd, nodes):
     # 7. Ready means serving: a node started while etcd is down prints no ready line until etcd
     #    is back and the node serves its share.
     etcd.kill()
-    late = LateNode(args.taskid, f"node{len(nodes) + 1}", etcd, lease, directory)
+    late = LateNode(args.taskid, "late0", etcd, lease, directory)
     time.sleep(2 * lease)  # the wait a ready line must not end (no fixed window races a poll here)
     check(late.ready_line() == "", f"{late.name} printed a ready line with etcd down: {late.ready_line()}")
     check(late.process.poll() is None, f"{late.name} exited with etcd down (no --etcd-connect-timeout)")

@@ -50,7 +50,8 @@
                 logger.error("etcd: node id '\(myself.id)' is already registered by \(address) under a live lease")
                 return
             }
-            waitingReason = "node id '\(myself.id)' is registered by \(address) under a live lease; waiting for it to go"
+            waitingReason =
+                "node id '\(myself.id)' is registered by \(address) under a live lease; waiting for it to go"
             noteProblem("etcd: \(waitingReason)")
             try await Task.sleep(for: .milliseconds(250 * settings.leaseSeconds))
         }

@@ -334,7 +334,9 @@
             guard !formerlyServed.isEmpty else { return }
             let share = SlotBlocks.share(of: myself.id, among: Array(members.keys))
             let room = max(0, share - blocks.blocks(of: myself.id).count)
-            let candidates = formerlyServed.sorted().filter { blocks.owners[$0] == nil && lastClaimants[$0] == claimant }
+            let candidates = formerlyServed.sorted().filter {
+                blocks.owners[$0] == nil && lastClaimants[$0] == claimant
+            }
             formerlyServed = []
             var kept = 0
             for block in candidates.prefix(room) {
@@ -345,7 +347,8 @@
                     guard !leaving, self.lease == lease else { return }
                     guard claim.succeeded else { continue }
                     if revisions.takeChange(of: block, at: claim.revision) {
-                        setOwner(of: block, to: .init(key: "", value: myself.id, lease: lease, revision: claim.revision))
+                        setOwner(
+                            of: block, to: .init(key: "", value: myself.id, lease: lease, revision: claim.revision))
                     }
                     guard blocks.owners[block] == myself.id && blockLeases[block] == lease else { continue }
                     served.insert(block)
@@ -355,7 +358,8 @@
                     logger.warning("etcd: could not claim back block \(block): \(error)")
                 }
             }
-            logger.info("etcd: claimed back \(kept) of the \(candidates.count) slot blocks it served, with what they hold")
+            logger.info(
+                "etcd: claimed back \(kept) of the \(candidates.count) slot blocks it served, with what they hold")
             await publishView()
         }
 
