@@ -42,8 +42,9 @@ Checked:
      id (or a later one whose SET got an error), or nil if its block moved since that SET;
   7. every fault happened at least once, and the nodes left exit 0 on SIGTERM;
   8. an etcd stall past the lease, every node alive, moves no block (the settled maps before and
-     after are the same) and loses no value (every key, all set before the load began, reads a
-     value right after it).
+     after are the same) and loses no value: a sentinel key in every block, which the load never
+     writes, set before the stall, reads its value right after it; and the stall expired leases
+     (etcd deleted member keys), so that the nodes' coming back was exercised.
 Prints key=value lines; exit 0 passed, 1 a check failed, 3 could not set up.
 """
 
@@ -92,6 +93,14 @@ REQUEST_TIMEOUT_S = 2.0
 
 def block_of(key):
     return key_slot(key) // SLOTS_PER_BLOCK
+
+
+def sentinel_in_block(block, stall):
+    """A key of `block` that the load never writes, for the etcd stall number `stall`."""
+    index = 0
+    while block_of("stall%d:%d:%d" % (stall, block, index)) != block:
+        index += 1
+    return "stall%d:%d:%d" % (stall, block, index)
 
 
 def b64(text):
@@ -703,18 +712,28 @@ class Chaos:
         elif kind == "join":
             self.start_node()
         elif kind == "stall":
+            # A key in every block that the load never writes, set and committed before the stall.
+            sentinels = [sentinel_in_block(block, len(self.stall_figures)) for block in range(BLOCKS)]
+            client = ClusterClient(shared.seeds)
+            check(client.refresh(), "no node answered CLUSTER SLOTS before the etcd stall")
+            for index, reply in client.run([(key, ("SET", key, "kept")) for key in sentinels]).items():
+                check(reply.value == b"OK", "SET %s before the stall: %s" % (sentinels[index], show(reply.value)))
+            cluster_etcd.wait_for("the sentinels' runs committed",
+                                  lambda: [r.value for r in client.run([(k, ("GET", k)) for k in sentinels]).values()],
+                                  lambda values: all(isinstance(v, list) for v in values))
+            names = [node.name for node in self.live_nodes()]
+            stopped = time.monotonic()
             # Past the lease: when etcd runs again, every node's lease has expired in it.
             self.etcd.process.send_signal(signal.SIGSTOP)
             time.sleep(self.args.lease + 2)
             self.etcd.process.send_signal(signal.SIGCONT)
             after = self.observer.wait_settled(30)
+            expired = [name for name in names if self.history.member_gone_since(name, stopped)]
             moved = [block for block in range(BLOCKS) if settled.owners[block] != after.owners[block]]
-            client = ClusterClient(shared.seeds)
-            check(client.refresh(), "no node answered CLUSTER SLOTS after the etcd stall")
-            results = client.run([(key, ("GET", key)) for key in self.keys])
+            results = client.run([(key, ("GET", key)) for key in sentinels])
             client.close()
-            lost = [self.keys[index] for index, reply in results.items() if reply.value is None]
-            self.stall_figures.append((self.args.lease + 2, len(moved), len(lost)))
+            lost = [sentinels[index] for index, reply in results.items() if not isinstance(reply.value, list)]
+            self.stall_figures.append((self.args.lease + 2, len(expired), len(names), len(moved), len(lost)))
         elif kind == "etcd":
             downtime = self.args.lease + 1 if self.etcd_long else 0.5
             self.etcd_long = not self.etcd_long
@@ -834,9 +853,10 @@ class Chaos:
         for downtime, settled in self.etcd_figures:
             print("etcd_restart: down %.2f s, every node serving its map again %.2f s after etcd was back"
                   % (downtime, settled))
-        for stalled, moved, lost in self.stall_figures:
-            print("etcd_stall: stopped %.1f s (past the lease), every node alive: %d blocks moved, %d keys read nil "
-                  "after it" % (stalled, moved, lost))
+        for stalled, expired, nodes, moved, lost in self.stall_figures:
+            print("etcd_stall: stopped %.1f s (past the lease), every node alive, %d of %d leases expired: %d blocks "
+                  "moved, %d of %d sentinel keys (one a block, set before it) lost" % (stalled, expired, nodes, moved,
+                                                                                     lost, BLOCKS))
         print("final: keys=%d " % len(keys) + " ".join("%s=%d" % item for item in sorted(final.items())))
         print("exit_statuses=" + ",".join("%s:%s" % item for item in statuses))
 
@@ -869,10 +889,12 @@ class Chaos:
         for what in ("unreadable", "missing", "stale", "newer_than_any_answered"):
             if final[what]:
                 failed.append("%d keys %s at the end" % (final[what], what.replace("_", " ")))
-        for stalled, moved, lost in self.stall_figures:
+        for stalled, expired, nodes, moved, lost in self.stall_figures:
             if moved or lost:
                 failed.append("an etcd stall of %.1f s, every node alive, moved %d blocks and lost %d values"
                               % (stalled, moved, lost))
+            if expired == 0:
+                failed.append("an etcd stall of %.1f s expired no lease: sticky ownership was not exercised" % stalled)
         if set(kinds) != {"kill", "join", "pause", "etcd", "stall", "term"}:
             failed.append("not every fault happened: %s" % dict(kinds))
         if shared.acknowledged == 0 or shared.reads == 0:

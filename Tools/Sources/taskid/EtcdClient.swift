@@ -35,9 +35,6 @@
         /// An etcd call that failed: no endpoint answered, or one answered with an error.
         struct Failure: Error, CustomStringConvertible {
             let description: String
-            /// An endpoint answered, but not as etcd does (not HTTP, not etcd's JSON): the
-            /// address is wrong, not down.
-            var isNotEtcd = false
         }
 
         /// The value of `key`, with its lease and revision; nil when it does not exist.
@@ -196,24 +193,23 @@
         // MARK: - The JSON gateway
 
         /// POSTs `body` as JSON to `path` on the first endpoint that answers; its JSON reply.
-        /// - Throws: `Failure`: no endpoint answered (the last one's reason), one answered with
-        ///   etcd's error, or every one that answered did so not as etcd (`isNotEtcd`).
+        /// - Throws: `Failure` with each endpoint's reason: it did not answer, answered with
+        ///   etcd's error, or answered, but not as etcd does.
         private func call(_ path: String, _ body: [String: Any]) async throws -> [String: Any] {
             let data = try JSONSerialization.data(withJSONObject: body)
-            var lastError: Failure?
+            var reasons: [String] = []
             for endpoint in endpoints {
                 do {
                     return try await call(endpoint, path, data)
                 } catch let failure as Failure {
                     // Also an error answer: a member cut off from its cluster answers 503, another
                     // member may not.
-                    lastError = failure
+                    reasons.append(failure.description)
                 } catch {
-                    lastError = Self.failure(of: error, at: endpoint)
+                    reasons.append(Self.failure(of: error, at: endpoint).description)
                 }
             }
-            guard let lastError else { throw Failure(description: "no etcd endpoint given") }
-            throw lastError
+            throw Failure(description: reasons.isEmpty ? "no etcd endpoint given" : reasons.joined(separator: "; "))
         }
 
         /// One endpoint's JSON reply to `path`.
@@ -229,8 +225,7 @@
             guard let reply = try? JSONSerialization.jsonObject(with: Data(first.utf8)) as? [String: Any] else {
                 throw Failure(
                     description: "\(Self.host(of: endpoint)) answered, but not as etcd: HTTP \(response.status.code) "
-                        + "with \(first.isEmpty ? "no body" : "'\(QuotedText.excerpt(first))'") to \(path)",
-                    isNotEtcd: true)
+                        + "with \(first.isEmpty ? "no body" : "'\(QuotedText.excerpt(first))'") to \(path)")
             }
             guard response.status == .ok else {
                 throw Failure(description: "\(path): HTTP \(response.status.code): \(reply["message"] ?? first)")
@@ -243,12 +238,14 @@
         static func failure(of error: any Error, at endpoint: String) -> Failure {
             let host = host(of: endpoint)
             if let client = error as? HTTPClientError, client == .remoteConnectionClosed {
+                // redis-server closes the connection at an HTTP request; an etcd going down can
+                // close one too, so the message says both.
                 return Failure(
-                    description: "\(host) answered, but not as etcd: it closed the connection at an HTTP request",
-                    isNotEtcd: true)
+                    description: "\(host) answered, but not as etcd: it closed the connection at an HTTP request "
+                        + "(an etcd restarting can too)")
             }
             if "\(type(of: error))".contains("HTTPParserError") {
-                return Failure(description: "\(host) answered, but not as etcd: not HTTP (\(error))", isNotEtcd: true)
+                return Failure(description: "\(host) answered, but not as etcd: not HTTP (\(error))")
             }
             return Failure(description: "etcd at \(host) is not answering: \(error)")
         }

@@ -24,10 +24,11 @@
             }
             let share = SlotBlocks.share(of: myself.id, among: Array(members.keys))
             let mine = blocks.blocks(of: myself.id)
-            guard mine.count == share, mine.allSatisfy(served.contains) else {
+            // What the server serves: the view handed over, not the one being made.
+            guard mine.count == share, mine.allSatisfy(publishedServed.contains) else {
                 return .waiting(
-                    "claiming its share of the slot blocks: serving \(mine.filter(served.contains).count) of \(share) "
-                        + "among \(members.count) nodes")
+                    "claiming its share of the slot blocks: serving \(mine.filter(publishedServed.contains).count) "
+                        + "of \(share) among \(members.count) nodes")
             }
             return .ready
         }
@@ -40,20 +41,26 @@
         /// (`--wait-for-id`: a node restarted at once after a crash waits for its old lease to
         /// expire). After it had registered, another node took the id while this one's lease
         /// was gone: it serves nothing and tries again every fourth of the lease.
-        private func idIsTaken(grant: String) async throws {
-            let holder = try? await client.value(of: memberPrefix + myself.id)
+        ///
+        /// Returns true when the member key is this node's after all, under `grant`: the create
+        /// was applied, but its answer lost (a time-out, then the next endpoint's "exists").
+        private func registeredAfterAll(grant: String) async throws -> Bool {
+            let holder = try await client.value(of: memberPrefix + myself.id)
+            if holder?.lease == grant { return true }
             try? await client.revoke(grant)
             unusedGrant = nil
-            let address = holder?.value ?? "an unknown address"
+            // Gone meanwhile (its lease just expired): try again at once.
+            guard let address = holder?.value else { return false }
             if !registeredOnce && !settings.waitForID {
                 idTakenBy = address
                 logger.error("etcd: node id '\(myself.id)' is already registered by \(address) under a live lease")
-                return
+                return false
             }
             waitingReason =
                 "node id '\(myself.id)' is registered by \(address) under a live lease; waiting for it to go"
             noteProblem("etcd: \(waitingReason)")
             try await Task.sleep(for: .milliseconds(250 * settings.leaseSeconds))
+            return false
         }
 
         /// Logs a problem at `warning`, once a second at most: etcd down makes every call fail
@@ -116,8 +123,7 @@
                     // each other's clients to the wrong address.
                     let registration = try await client.createIfAbsent(
                         memberPrefix + myself.id, value: "\(myself.host):\(myself.port)", lease: granted.id)
-                    guard registration.succeeded else {
-                        try await idIsTaken(grant: granted.id)
+                    if !registration.succeeded, try await !registeredAfterAll(grant: granted.id) {
                         if idTakenBy != nil { return }
                         continue
                     }

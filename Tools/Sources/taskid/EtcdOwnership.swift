@@ -79,6 +79,10 @@
         var idTakenBy: String?
         /// Why the node does not serve its share yet, as last found (for `readiness`).
         var waitingReason = "registering on etcd"
+        /// The blocks this node serves in the latest view the server took (`publishView`), and
+        /// that view's number.
+        var publishedServed: Set<Int> = []
+        var publishedNumber: UInt64 = 0
         /// When `noteProblem` last logged (`MonotonicClock`), and what.
         var problemLoggedAt: UInt64 = 0
 
@@ -244,7 +248,9 @@
             let waiting = MonotonicClock.nanoseconds() < othersBlocksWaitUntil
             let othersBlocks = Set(
                 (0..<SlotBlocks.count).filter { waiting && !lastClaimants[$0].isEmpty && !isMine(lastClaimants[$0]) })
-            let plan = blocks.plan(for: myself.id, among: Array(members.keys), leaving: othersBlocks)
+            // Its own former blocks are not claimed the usual way (emptied) while they may come back.
+            let plan = blocks.plan(
+                for: myself.id, among: Array(members.keys), leaving: othersBlocks.union(formerlyServed))
             logger.debug(
                 "etcd: rebalancing",
                 metadata: [
@@ -324,28 +330,33 @@
         /// Whether a claimant (`claims/<n>`) is this node's id, in this run or an earlier one.
         private func isMine(_ claimant: String) -> Bool { claimant.hasPrefix(myself.id + " ") }
 
-        /// The first pass after registering again past a lost lease: claims back, up to its
-        /// share, the blocks it served when the lease was lost and that etcd shows free, each only
-        /// if this run is still its last claimant (nobody claimed it meanwhile, and it was not
-        /// given back). Such a block keeps what it holds: while the lease was lost the fence kept
-        /// the node from answering for it, and nobody else did. One try: a block that cannot be
-        /// claimed back so is claimed the usual way later, emptied.
+        /// After registering again past a lost lease: claims back, up to its share, the blocks it
+        /// served when the lease was lost, each once etcd shows it free and only if this run is
+        /// still its last claimant (nobody claimed it meanwhile, and it was not given back). Such
+        /// a block keeps what it holds: while the lease was gone the fence kept the node from
+        /// answering for it, and nobody else did. A block still under the old lease (etcd has not
+        /// deleted it yet) is tried again at the next pass; one claimed or given back since is
+        /// claimed the usual way, emptied. After a lease, whatever is left goes the usual way.
         private func claimFormerBlocks(lease: String) async {
             guard !formerlyServed.isEmpty else { return }
+            guard MonotonicClock.nanoseconds() < othersBlocksWaitUntil else {
+                formerlyServed = []
+                return
+            }
+            formerlyServed = formerlyServed.filter {
+                lastClaimants[$0] == claimant && [nil, Self.claimedElsewhere].contains(blocks.owners[$0])
+            }
             let share = SlotBlocks.share(of: myself.id, among: Array(members.keys))
             let room = max(0, share - blocks.blocks(of: myself.id).count)
-            let candidates = formerlyServed.sorted().filter {
-                blocks.owners[$0] == nil && lastClaimants[$0] == claimant
-            }
-            formerlyServed = []
             var kept = 0
-            for block in candidates.prefix(room) {
+            for block in formerlyServed.sorted().filter({ blocks.owners[$0] == nil }).prefix(room) {
                 do {
                     let claim = try await client.claim(
                         blockPrefix + "\(block)", value: myself.id, lease: lease, claimsKey: claimsPrefix + "\(block)",
                         claimant: claimant, ifLastClaimant: claimant)
                     guard !leaving, self.lease == lease else { return }
-                    guard claim.succeeded else { continue }
+                    guard claim.succeeded else { continue }  // the watch says why; the next pass sees it
+                    formerlyServed.remove(block)
                     if revisions.takeChange(of: block, at: claim.revision) {
                         setOwner(
                             of: block, to: .init(key: "", value: myself.id, lease: lease, revision: claim.revision))
@@ -358,8 +369,9 @@
                     logger.warning("etcd: could not claim back block \(block): \(error)")
                 }
             }
+            guard kept > 0 else { return }
             logger.info(
-                "etcd: claimed back \(kept) of the \(candidates.count) slot blocks it served, with what they hold")
+                "etcd: claimed back \(kept) slot blocks it served, with what they hold (\(formerlyServed.count) to go)")
             await publishView()
         }
 
@@ -377,10 +389,17 @@
                 owners[block] = nil
             }
             viewNumber += 1
+            let number = viewNumber
+            let serving = Set(owners.indices.filter { owners[$0] == myself.id })
             await publish(
                 ClusterConfiguration(
                     members: list, blockOwners: owners, myself: myself, servingUntil: fence.validUntil),
-                viewNumber)
+                number)
+            // Views handed over concurrently land in either order; the server keeps the latest.
+            if number > publishedNumber {
+                publishedNumber = number
+                publishedServed = serving
+            }
         }
     }
 #endif

@@ -97,6 +97,7 @@ struct ServerService: Service {
                 "\(count) slots are served by no node in the cluster file (\(shown.joined(separator: ", "))\(unserved.count > 4 ? ", …" : "")): their keys get -CLUSTERDOWN, and CLUSTER INFO says cluster_state:fail"
             )
         }
+        var stoppedBeforeServing = false
         #if Etcd
             let ownership = configuration.etcd.map { startOwnership($0, server: server, port: port) }
             if let ownership, let etcd = configuration.etcd {
@@ -114,11 +115,14 @@ struct ServerService: Service {
                     throw failure
                 } catch {
                     // Stopped (SIGTERM) before serving: no ready line; the stop below.
+                    stoppedBeforeServing = true
                 }
             }
         #endif
-        ReadyLine(host: configuration.host, port: port, tlsPort: tlsPort, loops: configuration.loops, pid: getpid())
-            .emit()
+        if !stoppedBeforeServing {
+            ReadyLine(host: configuration.host, port: port, tlsPort: tlsPort, loops: configuration.loops, pid: getpid())
+                .emit()
+        }
         // Returns on graceful shutdown; throws CancellationError when the group cancels us.
         // Either way the server stops the same way.
         try? await gracefulShutdown()
@@ -236,7 +240,7 @@ enum EtcdStartFailure: Error, Equatable, CustomStringConvertible {
             "node id '\(id)' is already registered on etcd by \(holder), under a live lease: give this node "
                 + "another --cluster-node, or stop that one (--wait-for-id waits for it to go)"
         case .noLease(let seconds, let reason):
-            "etcd did not confirm this node's lease within --etcd-connect-timeout \(seconds) s: \(reason)"
+            "the node did not register on etcd within --etcd-connect-timeout \(seconds) s: \(reason)"
         }
     }
 }
