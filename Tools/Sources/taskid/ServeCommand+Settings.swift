@@ -5,6 +5,19 @@ import TaskIdentity
 // The settings `taskid serve`'s options describe, each read and checked on its own: spans, users,
 // etcd, the static cluster. `validate` and `serverConfiguration` (ServeCommand.swift) call them.
 extension ServeCommand {
+    /// The port the plain listener binds: `--port`, or the node's in `--cluster-config`, or 6380.
+    /// Any thread.
+    var plainPort: Int { port ?? (try? clusterConfiguration())??.myself.port ?? 6380 }
+
+    /// The query buffer's limit: `--client-query-buffer-limit`, or the deprecated
+    /// `--max-request-bytes` when only that is given. Any thread.
+    var queryBufferLimit: Int {
+        if let maxRequestBytes, clientQueryBufferLimit.bytes == RESPLimits.defaultMaxQueryBufferBytes {
+            return maxRequestBytes
+        }
+        return clientQueryBufferLimit.bytes
+    }
+
     /// Where spans go, from `--otlp-endpoint` or the environment; nil for no export. Any thread.
     /// - Throws: `ValidationError` for a setting that cannot be used, or for `--otlp-endpoint`
     ///   in a build without the `OTLP` trait.

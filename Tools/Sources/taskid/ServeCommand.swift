@@ -273,19 +273,6 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "Least severe log message written to standard error.")
     var logLevel = LogLevelArgument.info
 
-    /// The port the plain listener binds: `--port`, or the node's in `--cluster-config`, or 6380.
-    /// Any thread.
-    var plainPort: Int { port ?? (try? clusterConfiguration())??.myself.port ?? 6380 }
-
-    /// The query buffer's limit: `--client-query-buffer-limit`, or the deprecated
-    /// `--max-request-bytes` when only that is given. Any thread.
-    var queryBufferLimit: Int {
-        if let maxRequestBytes, clientQueryBufferLimit.bytes == RESPLimits.defaultMaxQueryBufferBytes {
-            return maxRequestBytes
-        }
-        return clientQueryBufferLimit.bytes
-    }
-
     /// Refuses values out of range, with the option's name and its range, and a `--trace` file
     /// that could not be written at shutdown (see `TraceFileTarget`). Integer options take the
     /// next word whatever it is, so that `--loops -1` is refused as out of range rather than
