@@ -50,7 +50,14 @@
             try? await client.revoke(grant)
             unusedGrant = nil
             // Gone meanwhile (its lease just expired): try again at once.
-            guard let address = holder?.value else { return false }
+            guard let holder else { return false }
+            let address = holder.value
+            if address == "\(myself.host):\(myself.port)" {
+                // This node's own earlier try (a lost answer, then a revoke that failed): no other
+                // node can listen on this address. Its lease goes now, and the next try registers.
+                try? await client.revoke(holder.lease)
+                return false
+            }
             if !registeredOnce && !settings.waitForID {
                 idTakenBy = address
                 logger.error("etcd: node id '\(myself.id)' is already registered by \(address) under a live lease")
