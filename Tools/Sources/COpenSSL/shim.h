@@ -8,6 +8,13 @@
 // Swift cannot call OpenSSL's function-like macros; these wrap the few `taskid serve --tls-port`
 // uses. Nothing else is added to <openssl/ssl.h>.
 
+/// Initializes OpenSSL without its exit handler: at exit, OpenSSL would free its global state
+/// while the process's other threads (Swift's pool) may still free theirs, which glibc caught as
+/// a double free once. The process's memory goes with it anyway.
+static inline int copenssl_init_without_exit_handler(void) {
+    return OPENSSL_init_ssl(OPENSSL_INIT_NO_ATEXIT, NULL);
+}
+
 /// An empty memory BIO reports "retry later" (not end of stream): the socket may bring more.
 static inline long copenssl_bio_set_mem_eof_return(BIO *bio, int value) { return BIO_set_mem_eof_return(bio, value); }
 

@@ -61,7 +61,13 @@ final class TLSContext: @unchecked Sendable {
     /// Whether sessions accept (a server) or connect (a client).
     let isServer: Bool
 
+    /// OpenSSL initialized before its first use, without its exit handler (see the shim).
+    private static let initialized = copenssl_init_without_exit_handler() == 1
+
     private init(method: OpaquePointer?, isServer: Bool) throws(TLSSetupError) {
+        guard Self.initialized else {
+            throw TLSSetupError(description: "OpenSSL cannot be initialized: \(Self.drainErrors())")
+        }
         guard let method, let context = SSL_CTX_new(method) else {
             throw TLSSetupError(description: "OpenSSL cannot make a TLS context: \(Self.drainErrors())")
         }
