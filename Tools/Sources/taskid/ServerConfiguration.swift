@@ -48,6 +48,13 @@ struct ServerConfiguration: Sendable, Equatable {
     var maxRunning = 0
     var work = ServerWork.sleep(milliseconds: 10)
     var maxClients = 10_000
+    /// How long a refused client (`--max-clients`, protected mode) may take to read its
+    /// answer before its connection is closed; over TLS, counted after the handshake.
+    var refusalAnswerTimeLimit = Duration.seconds(1)
+    /// How long a refused TLS client's handshake may take before its connection is closed
+    /// unanswered. Longer than the answer's limit: a handshake takes round trips and, on a
+    /// busy server, public-key work.
+    var refusalHandshakeTimeLimit = Duration.seconds(10)
     /// `--tls-port` and its certificate, key and CA; nil for no TLS.
     var tls: TLSSettings?
     /// The longest argument, the most request bytes a client may hold unexecuted, and the most

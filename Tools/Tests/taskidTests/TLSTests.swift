@@ -116,6 +116,10 @@ struct TLSTests {
         try await withServer({
             $0.tls = TestTLSFiles.server()
             $0.maxClients = 1
+            // Limits far past any handshake: this test checks the answer, not the limits (a
+            // debug build's handshake on a loaded machine can take longer than the defaults).
+            $0.refusalHandshakeTimeLimit = .seconds(600)
+            $0.refusalAnswerTimeLimit = .seconds(600)
         }) { server, clientLoop in
             let first = TestClient(loop: clientLoop, port: server.tlsPort, tls: TestTLSFiles())
             try await first.connect()
@@ -126,6 +130,25 @@ struct TLSTests {
             try? await second.send("PING\r\n")
             #expect(try await second.replies(1) == ["-ERR max number of clients reached"])
             #expect(try await second.isClosedByServer())
+        }
+    }
+
+    /// A refused client that never starts its handshake holds its place among the refusals
+    /// only until the handshake's time limit.
+    @Test(.timeLimit(.minutes(1))) func aRefusedClientSilentOnTheTLSPortIsClosedAtTheHandshakeLimit() async throws {
+        try await withServer({
+            $0.tls = TestTLSFiles.server()
+            $0.maxClients = 1
+            $0.refusalHandshakeTimeLimit = .milliseconds(50)
+        }) { server, clientLoop in
+            let first = TestClient(loop: clientLoop, port: server.tlsPort, tls: TestTLSFiles())
+            try await first.connect()
+            try await first.send("PING\r\n")
+            #expect(try await first.replies(1) == ["+PONG"])
+            let silent = TestClient(loop: clientLoop, port: server.tlsPort)
+            try await silent.connect()
+            #expect(try await silent.isClosedByServer())
+            #expect(silent.received.isEmpty)
         }
     }
 
