@@ -1,4 +1,4 @@
-// libFuzzer target for the RESP request parser (Tools/Sources/taskid/RESPParser.swift), built by
+// libFuzzer target for the RESP request parser (Tools/Sources/TaskidRESP/RESPParser.swift), built by
 // scripts/fuzz with `swiftc -sanitize=fuzzer,address`. It feeds the input in two pieces (split
 // where the first byte says) and checks what the parser promises: it never crashes, every
 // request it returns respects the limits, and a protocol error is final.

@@ -41,11 +41,39 @@ let package = Package(
             pkgConfig: "openssl",
             providers: [.apt(["libssl-dev"]), .brew(["openssl@3"])]
         ),
-        .executableTarget(
-            name: "taskid",
+        // RESP, the Redis protocol: the request parser and the reply encoder. No I/O and no other
+        // module: the fuzzer compiles it alone.
+        .target(name: "TaskidRESP"),
+        // The cluster: hash slots, the static cluster file, and slot ownership on etcd (its
+        // client, the ownership state machine and what drives it).
+        .target(
+            name: "TaskidCluster",
+            dependencies: [
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client", condition: .when(traits: ["Etcd"])),
+                .product(name: "NIOCore", package: "swift-nio", condition: .when(traits: ["Etcd"])),
+            ]
+        ),
+        // The server: connections, commands, limits, TLS sessions, on the library's registry.
+        .target(
+            name: "TaskidServer",
             dependencies: [
                 "CMallocStats",
                 "COpenSSL",
+                "TaskidRESP",
+                "TaskidCluster",
+                .product(name: "TaskIdentity", package: "TaskIdentity"),
+                .product(name: "UVLoop", package: "TaskIdentity"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // The command line: `taskid serve`'s options, its service, ready line and exit codes.
+        .executableTarget(
+            name: "taskid",
+            dependencies: [
+                "TaskidRESP",
+                "TaskidCluster",
+                "TaskidServer",
                 .product(name: "TaskIdentity", package: "TaskIdentity"),
                 .product(name: "UVLoop", package: "TaskIdentity"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -60,6 +88,9 @@ let package = Package(
             name: "taskidTests",
             dependencies: [
                 "taskid",
+                "TaskidRESP",
+                "TaskidCluster",
+                "TaskidServer",
                 .product(name: "TaskIdentity", package: "TaskIdentity"),
                 .product(name: "UVLoop", package: "TaskIdentity"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),

@@ -1,3 +1,5 @@
+import TaskidCluster
+
 /// Where `taskid serve` sends its spans (`--otlp-endpoint`, or the standard `OTEL_*`
 /// variables), checked at start: a wrong URL is refused with the reason, never discovered when
 /// the first export fails. A value type; any thread.

@@ -1,3 +1,5 @@
+import TaskidServer
+
 #if canImport(FoundationEssentials)
     import FoundationEssentials
 #else

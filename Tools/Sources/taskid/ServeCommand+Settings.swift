@@ -1,6 +1,9 @@
 import ArgumentParser
 import Foundation
 import TaskIdentity
+import TaskidCluster
+import TaskidRESP
+import TaskidServer
 
 // The settings `taskid serve`'s options describe, each read and checked on its own: spans, users,
 // etcd, the static cluster. `validate` and `serverConfiguration` (ServeCommand.swift) call them.

@@ -3,6 +3,9 @@ import Foundation
 import Logging
 import ServiceLifecycle
 import TaskIdentity
+import TaskidCluster
+import TaskidRESP
+import TaskidServer
 
 /// `taskid serve`: parses the server's options into a `ServerConfiguration` and runs the server
 /// as a `Service` in a `ServiceGroup` whose graceful shutdown signals are SIGTERM and SIGINT.
@@ -437,6 +440,3 @@ struct ServeCommand: AsyncParsableCommand {
         #endif
     }
 }
-
-/// `--work`'s values, parsed by `ServerWork(argument:)`; the default shows as its description.
-extension ServerWork: ExpressibleByArgument {}

@@ -1,5 +1,7 @@
 import Logging
 import ServiceLifecycle
+import TaskidCluster
+import TaskidServer
 
 #if canImport(Glibc)
     import Glibc

@@ -1,4 +1,5 @@
 import ArgumentParser
+import TaskidServer
 
 /// `taskid serve`'s TLS options, as Redis names them, and their checks. Parsed on the main task;
 /// a value type, any thread.

@@ -1,4 +1,5 @@
 import ArgumentParser
+import TaskidServer
 
 /// `taskid`: the TaskIdentity command-line tool. Its one command, `taskid serve`, puts a task
 /// registry behind a RESP2 (Redis protocol) server, so redis-cli, redis-benchmark and

@@ -1,3 +1,5 @@
+import TaskidCluster
+
 #if canImport(Glibc)
     import Glibc
 #elseif canImport(Musl)

@@ -1,5 +1,6 @@
 import Testing
 
+@testable import TaskidServer
 @testable import taskid
 
 /// `--requirepass` and `--acl-file`, on their own: who logs in, and what each user may run.

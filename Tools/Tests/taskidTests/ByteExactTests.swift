@@ -1,6 +1,7 @@
 import Testing
 import UVLoop
 
+@testable import TaskidServer
 @testable import taskid
 
 /// Keys, ids and messages are bytes: no decoding, no Unicode equivalence, at every length.

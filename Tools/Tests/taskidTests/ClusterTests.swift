@@ -2,6 +2,8 @@ import ArgumentParser
 import Foundation
 import Testing
 
+@testable import TaskidCluster
+@testable import TaskidServer
 @testable import taskid
 
 #if canImport(Glibc)

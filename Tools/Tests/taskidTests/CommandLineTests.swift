@@ -2,6 +2,9 @@ import ArgumentParser
 import Foundation
 import Testing
 
+@testable import TaskidCluster
+@testable import TaskidRESP
+@testable import TaskidServer
 @testable import taskid
 
 @Suite("taskid's command line")

@@ -1,6 +1,7 @@
 import Testing
 import UVLoop
 
+@testable import TaskidServer
 @testable import taskid
 
 /// What Redis clients and people typing into nc expect, for every command the server accepts.

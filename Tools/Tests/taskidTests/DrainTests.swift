@@ -1,6 +1,7 @@
 import Testing
 import UVLoop
 
+@testable import TaskidServer
 @testable import taskid
 
 /// A graceful stop delivers every reply it owes, within its drain time-out.

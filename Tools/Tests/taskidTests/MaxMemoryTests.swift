@@ -1,6 +1,7 @@
 import Testing
 import UVLoop
 
+@testable import TaskidServer
 @testable import taskid
 
 /// `--maxmemory`: past the bound, writes are refused with `-OOM` and reads and deletes go on;

@@ -1,5 +1,7 @@
 import Testing
 
+@testable import TaskidRESP
+@testable import TaskidServer
 @testable import taskid
 
 /// `--client-output-buffer-limit`'s rule, on its own: the hard limit at once, the soft limit

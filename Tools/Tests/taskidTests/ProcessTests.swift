@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import UVLoop
 
+@testable import TaskidServer
 @testable import taskid
 
 #if canImport(Glibc)

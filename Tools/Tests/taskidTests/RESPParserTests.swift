@@ -1,5 +1,6 @@
 import Testing
 
+@testable import TaskidRESP
 @testable import taskid
 
 @Suite("RESP request parser")

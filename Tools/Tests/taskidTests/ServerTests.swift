@@ -2,6 +2,7 @@ import Logging
 import Testing
 import UVLoop
 
+@testable import TaskidServer
 @testable import taskid
 
 /// A minimal RESP client on its own loop, for driving the server in tests.

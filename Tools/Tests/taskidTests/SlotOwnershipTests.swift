@@ -1,5 +1,7 @@
 import Testing
 
+@testable import TaskidCluster
+@testable import TaskidServer
 @testable import taskid
 
 /// The pure parts of slot ownership on etcd: how blocks are shared out, and the fence.

@@ -1,6 +1,7 @@
 import Testing
 import UVLoop
 
+@testable import TaskidServer
 @testable import taskid
 
 /// The test certificates' files (Tools/Tests/Fixtures/tls, made by its `regenerate`): what a

@@ -5,7 +5,7 @@
 // server's side is timed, in `serverTurn`, which callgrind can also count alone
 // (--toggle-collect='*serverTurn*'):
 //   --server openssl   the system's OpenSSL through memory buffers, as `taskid serve` runs it
-//                      on libuv (Tools/Sources/taskid/TLSConnection.swift)
+//                      on libuv (Tools/Sources/TaskidServer/TLSConnection.swift)
 //   --server nio-ssl   swift-nio-ssl's NIOSSLServerHandler (BoringSSL) in a NIO channel pipeline
 // usage: tls-cost --server openssl|nio-ssl [--pipeline N] [--batches N]
 // Prints one line: the server's nanoseconds per request and per batch.

@@ -1,0 +1,146 @@
+/// Who may connect and what each user may run: Redis's ACL users, in the subset this server
+/// has commands for. Every connection starts as the `default` user, already authenticated when
+/// that user is on and has no password (Redis's default); otherwise it must `AUTH` (or `HELLO
+/// … AUTH`) first. A value type; any thread.
+package struct AccessControl: Sendable, Equatable {
+    /// The users by name; `default` is always among them.
+    private(set) var users: [String: AccessUser]
+
+    /// `default`, on, no password, every command: a server without `--requirepass` or
+    /// `--acl-file`.
+    package init() {
+        users = [
+            "default": AccessUser(
+                name: "default", enabled: true, passwords: [], noPassword: true, allowed: CommandCategory.allCommands)
+        ]
+    }
+
+    /// The `default` user: it needs `password` from now on (`--requirepass`), whatever it had.
+    package mutating func requirePassword(_ password: [UInt8]) {
+        var user = users["default"]!
+        user.passwords = [password]
+        user.noPassword = false
+        users["default"] = user
+    }
+
+    /// The user a new connection is authenticated as before any `AUTH`: `default` when it is
+    /// on and has no password; nil when the client must authenticate.
+    package var userOfNewConnections: AccessUser? {
+        guard let user = users["default"], user.enabled, user.noPassword else { return nil }
+        return user
+    }
+
+    /// Whether clients need no password: protected mode then keeps other hosts out.
+    package var isOpenToAnyone: Bool { userOfNewConnections != nil }
+
+    /// The user `name` when `password` is one of its own (or it has none) and it is on.
+    package func authenticate(name: String, password: ArraySlice<UInt8>) -> AccessUser? {
+        guard let user = users[name], user.enabled else { return nil }
+        if user.noPassword { return user }
+        // Every password compared in full, whatever matches: the time taken tells nothing.
+        var matched = false
+        for candidate in user.passwords where Self.equalInConstantTime(candidate, password) { matched = true }
+        return matched ? user : nil
+    }
+
+    /// Compares two byte strings in a time that depends on their lengths only.
+    package static func equalInConstantTime(_ a: [UInt8], _ b: ArraySlice<UInt8>) -> Bool {
+        var difference = UInt8(a.count == b.count ? 0 : 1)
+        var bIndex = b.startIndex
+        for byte in a {
+            difference |= byte ^ (bIndex < b.endIndex ? b[bIndex] : 0)
+            if bIndex < b.endIndex { bIndex += 1 }
+        }
+        return difference == 0
+    }
+
+    /// Reads Redis's ACL file format, one user a line (`user NAME [on|off] [>password | nopass]
+    /// [+@category | -@category | +command | -command | allcommands | nocommands] [~* | allkeys]
+    /// [&* | allchannels]`); blank lines and `#` comments are skipped. Rules apply in order, from
+    /// no command at all. Users not named keep their defaults (`default`: on, no password, every
+    /// command).
+    /// - Throws: `AccessControlError` naming the line and the word it cannot use.
+    package init(aclFile text: String) throws(AccessControlError) {
+        self.init()
+        for (offset, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            let words = line.split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "\r" })
+            guard let first = words.first, !first.hasPrefix("#") else { continue }
+            let number = offset + 1
+            guard first == "user", words.count >= 2 else {
+                throw AccessControlError(line: number, message: "a line must be 'user NAME rules…', got '\(first)'")
+            }
+            let name = String(words[1])
+            var user = AccessUser(name: name, enabled: false, passwords: [], noPassword: false, allowed: [])
+            for word in words.dropFirst(2) { try user.apply(rule: String(word), line: number) }
+            users[name] = user
+        }
+    }
+}
+
+/// One user: whether it may log in, with which passwords, and the commands it may run. A value
+/// type; any thread.
+package struct AccessUser: Sendable, Equatable {
+    package let name: String
+    var enabled: Bool
+    var passwords: [[UInt8]]
+    /// Any password logs it in (`nopass`).
+    var noPassword: Bool
+    /// The commands it may run, by upper-case name.
+    package var allowed: Set<String>
+
+    /// Whether it may run every command: its connections take the fast path of `SET`.
+    package var mayRunEverything: Bool { allowed.isSuperset(of: CommandCategory.allCommands) }
+
+    /// Applies one ACL rule (see `AccessControl.init(aclFile:)`).
+    mutating func apply(rule: String, line: Int) throws(AccessControlError) {
+        switch rule {
+        case "on": enabled = true
+        case "off": enabled = false
+        case "nopass":
+            noPassword = true
+            passwords = []
+        case "resetpass":
+            noPassword = false
+            passwords = []
+        case "allcommands", "+@all": allowed = CommandCategory.allCommands
+        case "nocommands", "-@all": allowed = []
+        case "~*", "allkeys", "&*", "allchannels", "resetchannels":
+            break  // every key and channel: the only patterns this server has
+        default:
+            if rule.hasPrefix(">") {
+                passwords.append(Array(rule.utf8.dropFirst()))
+                noPassword = false
+            } else if rule.hasPrefix("+@") || rule.hasPrefix("-@") {
+                guard let category = CommandCategory(rawValue: String(rule.dropFirst(2)).lowercased()) else {
+                    throw AccessControlError(
+                        line: line,
+                        message: "unknown command category '\(rule.dropFirst(2))' (this server has "
+                            + "\(CommandCategory.allCases.map { "@\($0.rawValue)" }.joined(separator: ", ")) and @all)")
+                }
+                if rule.hasPrefix("+") {
+                    allowed.formUnion(category.commands)
+                } else {
+                    allowed.subtract(category.commands)
+                }
+            } else if rule.hasPrefix("+") || rule.hasPrefix("-") {
+                let command = String(rule.dropFirst()).uppercased()
+                guard CommandCategory.allCommands.contains(command) else {
+                    throw AccessControlError(line: line, message: "unknown command '\(rule.dropFirst())'")
+                }
+                if rule.hasPrefix("+") { allowed.insert(command) } else { allowed.remove(command) }
+            } else if rule.hasPrefix("~") || rule.hasPrefix("%") || rule.hasPrefix("&") {
+                throw AccessControlError(
+                    line: line, message: "key and channel patterns other than ~* and &* are not supported: '\(rule)'")
+            } else {
+                throw AccessControlError(line: line, message: "unknown rule '\(rule)'")
+            }
+        }
+    }
+}
+
+/// Why an ACL file cannot be used. A value type; any thread.
+package struct AccessControlError: Error, Equatable, CustomStringConvertible {
+    let line: Int
+    let message: String
+    package var description: String { "line \(line): \(message)" }
+}
