@@ -3,33 +3,24 @@
     import Foundation
     import NIOCore
 
-    /// The few etcd v3 calls slot ownership needs, through etcd's JSON gateway (`/v3/…`, the
-    /// same API as its gRPC one, keys and values base64 in JSON) over AsyncHTTPClient: leases
-    /// (grant, keep-alive, revoke), a compare-and-swap claim and release, a prefix read, and a
-    /// watch. Endpoints are tried in order until one answers.
+    /// The few etcd v3 calls slot ownership needs (`EtcdStore`), through etcd's JSON gateway
+    /// (`/v3/…`, the same API as its gRPC one, keys and values base64 in JSON, typed here as
+    /// `Codable` messages: `EtcdMessages.swift`) over AsyncHTTPClient. Endpoints are tried in
+    /// order until one answers.
     ///
     /// `Sendable`: immutable; the HTTP client is thread-safe. Any task.
-    package struct EtcdClient: Sendable {
+    package struct EtcdClient: EtcdStore {
         /// The etcd members' base URLs, `http://host:port`.
         let endpoints: [String]
         let http: HTTPClient
         /// How long one call may take.
         let timeout: TimeAmount
 
-        /// A key, its value, the lease it is bound to ("" for none) and the revision that last
-        /// changed it, as etcd holds them.
-        package struct KeyValue: Sendable, Equatable {
-            let key: String
-            let value: String
-            var lease = ""
-            var revision: Int64 = 0
-        }
-
-        /// One change a watch reports: a key set to a value, or deleted (its lease expired,
-        /// or it was released) at `revision`.
-        package enum Change: Sendable, Equatable {
-            case put(KeyValue)
-            case delete(key: String, revision: Int64)
+        /// A client of the etcd members at `endpoints`, each call bounded by `timeout`.
+        package init(endpoints: [String], http: HTTPClient, timeout: TimeAmount) {
+            self.endpoints = endpoints
+            self.http = http
+            self.timeout = timeout
         }
 
         /// An etcd call that failed: no endpoint answered, or one answered with an error.
@@ -37,129 +28,79 @@
             package let description: String
         }
 
-        /// The value of `key`, with its lease and revision; nil when it does not exist.
-        func value(of key: String) async throws -> KeyValue? {
-            let reply = try await call("/v3/kv/range", ["key": Self.encode(key)])
-            guard let entry = (reply["kvs"] as? [[String: Any]])?.first else { return nil }
-            return KeyValue(
-                key: key, value: Self.decode(entry["value"]) ?? "", lease: entry["lease"] as? String ?? "",
-                revision: Int64(entry["mod_revision"] as? String ?? "") ?? 0)
+        package func value(of key: String) async throws -> EtcdKeyValue? {
+            let reply: EtcdRangeReply = try await call("/v3/kv/range", EtcdRangeRequest(key: key))
+            return reply.kvs?.first.flatMap { $0.keyValue }
         }
 
-        /// Grants a lease of `seconds`; returns its id and the time to live etcd granted.
-        func grantLease(seconds: Int) async throws -> (id: String, ttl: Int) {
-            let reply = try await call("/v3/lease/grant", ["TTL": seconds])
-            guard let id = reply["ID"] as? String, let ttl = Int(reply["TTL"] as? String ?? "") else {
-                throw Failure(description: "etcd granted no lease: \(reply)")
+        package func grantLease(seconds: Int) async throws -> (id: String, ttl: Int) {
+            let reply: EtcdLeaseGrantReply = try await call("/v3/lease/grant", EtcdLeaseGrantRequest(ttl: seconds))
+            guard let id = reply.id, let ttl = reply.ttl.flatMap({ Int($0) }) else {
+                throw Failure(description: "etcd granted no lease")
             }
             return (id, ttl)
         }
 
-        /// Keeps lease `id` alive; returns the time to live left, 0 when it has expired.
-        /// - Throws: `Failure` for a reply that says neither (no `result`).
-        func keepAlive(_ id: String) async throws -> Int {
-            let reply = try await call("/v3/lease/keepalive", ["ID": id])
-            guard let result = reply["result"] as? [String: Any] else {
-                throw Failure(description: "a keep-alive answered without a result: \(reply)")
+        /// - Throws: `Failure` for a reply that says neither alive nor expired (no `result`).
+        package func keepAlive(_ id: String) async throws -> Int {
+            let reply: EtcdLeaseKeepAliveReply = try await call("/v3/lease/keepalive", EtcdLeaseRequest(id: id))
+            guard let result = reply.result else {
+                throw Failure(description: "a keep-alive answered without a result")
             }
             // etcd leaves out a TTL of 0: the lease has expired.
-            return Int(result["TTL"] as? String ?? "0") ?? 0
+            return Int(result.ttl ?? "0") ?? 0
         }
 
-        /// Revokes lease `id`: every key bound to it is deleted at once.
-        func revoke(_ id: String) async throws {
-            _ = try await call("/v3/lease/revoke", ["ID": id])
+        package func revoke(_ id: String) async throws {
+            let _: EtcdHeaderReply = try await call("/v3/lease/revoke", EtcdLeaseRequest(id: id))
         }
 
-        /// Sets `key` to `value`, bound to `lease`, only if the key does not exist; whether it
-        /// did (the compare-and-swap that makes a claim exclusive), and the revision etcd was at
-        /// after it (the claim's own revision when it did).
-        func createIfAbsent(_ key: String, value: String, lease: String) async throws -> (
-            succeeded: Bool, revision: Int64
-        ) {
-            let reply = try await call(
-                "/v3/kv/txn",
-                [
-                    "compare": [["key": Self.encode(key), "target": "CREATE", "create_revision": "0"]],
-                    "success": [
-                        ["request_put": ["key": Self.encode(key), "value": Self.encode(value), "lease": lease]]
-                    ],
-                ])
-            return (reply["succeeded"] as? Bool ?? false, Self.revision(of: reply))
+        package func createIfAbsent(_ key: String, value: String, lease: String) async throws -> EtcdTransactionResult {
+            try await transaction(
+                EtcdTransaction(
+                    compare: [.absent(key)], success: [.put(key, value: value, lease: lease)]))
         }
 
-        /// Claims a slot block: sets `key` to `value`, bound to `lease`, only if the key does not
-        /// exist, and records `claimant` (the node and its process) in `claimsKey`, a key with
-        /// no lease that outlives the claim. With `ifLastClaimant`, only if `claimsKey` still
-        /// names that claimant: nobody claimed the block since (a sticky claim). Whether it did,
-        /// and the revision etcd was at after it (the claim's own when it did).
-        func claim(
+        package func claim(
             _ key: String, value: String, lease: String, claimsKey: String, claimant: String,
             ifLastClaimant: String? = nil
-        ) async throws -> (succeeded: Bool, revision: Int64) {
-            var compare: [[String: Any]] = [["key": Self.encode(key), "target": "CREATE", "create_revision": "0"]]
-            if let ifLastClaimant {
-                compare.append(["key": Self.encode(claimsKey), "target": "VALUE", "value": Self.encode(ifLastClaimant)])
-            }
-            let reply = try await call(
-                "/v3/kv/txn",
-                [
-                    "compare": compare,
-                    "success": [
-                        ["request_put": ["key": Self.encode(key), "value": Self.encode(value), "lease": lease]],
-                        ["request_put": ["key": Self.encode(claimsKey), "value": Self.encode(claimant)]],
-                    ],
-                ])
-            return (reply["succeeded"] as? Bool ?? false, Self.revision(of: reply))
+        ) async throws -> EtcdTransactionResult {
+            var compare = [EtcdCompare.absent(key)]
+            if let ifLastClaimant { compare.append(.holds(claimsKey, ifLastClaimant)) }
+            return try await transaction(
+                EtcdTransaction(
+                    compare: compare,
+                    success: [.put(key, value: value, lease: lease), .put(claimsKey, value: claimant, lease: nil)]))
         }
 
-        /// Gives a slot block back: deletes `key` only if it holds `value`, and `claimsKey` with
-        /// it (a block given back has no claimant to wait for). Whether it did, and the revision
-        /// etcd was at after it.
-        func release(_ key: String, value: String, claimsKey: String) async throws -> (
-            succeeded: Bool, revision: Int64
-        ) {
-            let reply = try await call(
-                "/v3/kv/txn",
-                [
-                    "compare": [["key": Self.encode(key), "target": "VALUE", "value": Self.encode(value)]],
-                    "success": [
-                        ["request_delete_range": ["key": Self.encode(key)]],
-                        ["request_delete_range": ["key": Self.encode(claimsKey)]],
-                    ],
-                ])
-            return (reply["succeeded"] as? Bool ?? false, Self.revision(of: reply))
+        package func release(_ key: String, value: String, claimsKey: String) async throws -> EtcdTransactionResult {
+            try await transaction(
+                EtcdTransaction(compare: [.holds(key, value)], success: [.delete(key), .delete(claimsKey)]))
         }
 
-        /// Every key under `prefix` with its value, and the revision they were read at.
-        func read(prefix: String) async throws -> (revision: Int64, values: [KeyValue]) {
-            let reply = try await call(
-                "/v3/kv/range", ["key": Self.encode(prefix), "range_end": Self.encode(Self.rangeEnd(of: prefix))])
-            let values = (reply["kvs"] as? [[String: Any]] ?? []).compactMap { entry -> KeyValue? in
-                guard let key = Self.decode(entry["key"]) else { return nil }
-                return KeyValue(
-                    key: key, value: Self.decode(entry["value"]) ?? "", lease: entry["lease"] as? String ?? "",
-                    revision: Int64(entry["mod_revision"] as? String ?? "") ?? 0)
-            }
-            return (Self.revision(of: reply), values)
+        private func transaction(_ transaction: EtcdTransaction) async throws -> EtcdTransactionResult {
+            let reply: EtcdTransactionReply = try await call("/v3/kv/txn", transaction)
+            // etcd leaves out `succeeded` when it is false.
+            return EtcdTransactionResult(
+                succeeded: reply.succeeded ?? false, revision: reply.header?.revisionNumber ?? 0)
         }
 
-        /// The changes under `prefix` after `revision`, as etcd reports them, until the stream
-        /// ends (etcd went away) or the task is cancelled. Reads from the first endpoint that
-        /// answers.
-        func watch(prefix: String, after revision: Int64) async throws -> AsyncThrowingStream<[Change], any Error> {
-            let body: [String: Any] = [
-                "create_request": [
-                    "key": Self.encode(prefix), "range_end": Self.encode(Self.rangeEnd(of: prefix)),
-                    "start_revision": String(revision + 1),
-                ]
-            ]
+        package func read(prefix: String) async throws -> (revision: Int64, values: [EtcdKeyValue]) {
+            let reply: EtcdRangeReply = try await call("/v3/kv/range", EtcdRangeRequest(prefix: prefix))
+            return (reply.header?.revisionNumber ?? 0, (reply.kvs ?? []).compactMap(\.keyValue))
+        }
+
+        /// Reads from the first endpoint that answers.
+        package func watch(prefix: String, after revision: Int64) async throws -> AsyncThrowingStream<
+            [EtcdChange], any Error
+        > {
+            let body = try JSONEncoder().encode(EtcdWatchRequest(prefix: prefix, after: revision))
             var lastError: (any Error)?
             for endpoint in endpoints {
                 do {
                     var request = HTTPClientRequest(url: endpoint + "/v3/watch")
                     request.method = .POST
-                    request.body = .bytes(ByteBuffer(bytes: try JSONSerialization.data(withJSONObject: body)))
+                    request.body = .bytes(ByteBuffer(bytes: body))
                     let response = try await http.execute(request, timeout: timeout)
                     guard response.status == .ok else { throw Failure(description: "watch: HTTP \(response.status)") }
                     return AsyncThrowingStream { continuation in
@@ -192,11 +133,11 @@
 
         // MARK: - The JSON gateway
 
-        /// POSTs `body` as JSON to `path` on the first endpoint that answers; its JSON reply.
+        /// POSTs `body` as JSON to `path` on the first endpoint that answers; its reply.
         /// - Throws: `Failure` with each endpoint's reason: it did not answer, answered with
         ///   etcd's error, or answered, but not as etcd does.
-        private func call(_ path: String, _ body: [String: Any]) async throws -> [String: Any] {
-            let data = try JSONSerialization.data(withJSONObject: body)
+        private func call<Reply: Decodable>(_ path: String, _ body: some Encodable) async throws -> Reply {
+            let data = try JSONEncoder().encode(body)
             var reasons: [String] = []
             for endpoint in endpoints {
                 do {
@@ -212,8 +153,8 @@
             throw Failure(description: reasons.isEmpty ? "no etcd endpoint given" : reasons.joined(separator: "; "))
         }
 
-        /// One endpoint's JSON reply to `path`.
-        private func call(_ endpoint: String, _ path: String, _ data: Data) async throws -> [String: Any] {
+        /// One endpoint's reply to `path`.
+        private func call<Reply: Decodable>(_ endpoint: String, _ path: String, _ data: Data) async throws -> Reply {
             var request = HTTPClientRequest(url: endpoint + path)
             request.method = .POST
             request.body = .bytes(ByteBuffer(bytes: data))
@@ -222,14 +163,20 @@
             let text = String(buffer: bytes)
             // A streaming call (keep-alive) answers one JSON line.
             let first = text.split(separator: "\n").first.map(String.init) ?? ""
-            guard let reply = try? JSONSerialization.jsonObject(with: Data(first.utf8)) as? [String: Any] else {
-                throw Failure(
-                    description: "\(Self.host(of: endpoint)) answered, but not as etcd: HTTP \(response.status.code) "
-                        + "with \(first.isEmpty ? "no body" : "'\(QuotedText.excerpt(first))'") to \(path)")
-            }
+            let notEtcd = Failure(
+                description: "\(Self.host(of: endpoint)) answered, but not as etcd: HTTP \(response.status.code) "
+                    + "with \(first.isEmpty ? "no body" : "'\(QuotedText.excerpt(first))'") to \(path)")
             guard response.status == .ok else {
-                throw Failure(description: "\(path): HTTP \(response.status.code): \(reply["message"] ?? first)")
+                guard let error = try? JSONDecoder().decode(EtcdErrorReply.self, from: Data(first.utf8)),
+                    let message = error.message ?? error.error
+                else { throw notEtcd }
+                throw Failure(description: "\(path): HTTP \(response.status.code): \(message)")
             }
+            // etcd's every reply is a JSON object with a header (a keep-alive's, in its result).
+            guard let envelope = try? JSONDecoder().decode(EtcdEnvelope.self, from: Data(first.utf8)),
+                envelope.header != nil || envelope.result != nil,
+                let reply = try? JSONDecoder().decode(Reply.self, from: Data(first.utf8))
+            else { throw notEtcd }
             return reply
         }
 
@@ -257,51 +204,27 @@
 
         /// The changes one line of a watch stream reports (none for the line that confirms
         /// the watch was made).
-        package static func changes(inWatchLine line: [UInt8]) throws -> [Change] {
-            guard let object = try JSONSerialization.jsonObject(with: Data(line)) as? [String: Any],
-                let result = object["result"] as? [String: Any]
+        static func changes(inWatchLine line: [UInt8]) throws -> [EtcdChange] {
+            guard let message = try? JSONDecoder().decode(EtcdWatchLine.self, from: Data(line)),
+                let result = message.result
             else {
                 throw Failure(
                     description: "a watch line that is not a result: \(String(decoding: line, as: UTF8.self))")
             }
-            if result["canceled"] as? Bool == true {
-                throw Failure(description: "etcd cancelled the watch: \(result["cancel_reason"] ?? "no reason given")")
+            if result.canceled == true {
+                throw Failure(description: "etcd cancelled the watch: \(result.cancelReason ?? "no reason given")")
             }
-            return (result["events"] as? [[String: Any]] ?? []).compactMap { event in
-                guard let kv = event["kv"] as? [String: Any], let key = decode(kv["key"]) else { return nil }
-                let revision = Int64(kv["mod_revision"] as? String ?? "") ?? 0
-                if event["type"] as? String == "DELETE" { return .delete(key: key, revision: revision) }
+            return (result.events ?? []).compactMap { event in
+                guard let kv = event.kv, let key = kv.key.flatMap(EtcdBase64.decode) else { return nil }
+                let revision = kv.modRevision.flatMap { Int64($0) } ?? 0
+                // etcd leaves out the type PUT (its enum's zero).
+                if event.type == "DELETE" { return .delete(key: key, revision: revision) }
                 return .put(
-                    KeyValue(
-                        key: key, value: decode(kv["value"]) ?? "", lease: kv["lease"] as? String ?? "",
+                    EtcdKeyValue(
+                        key: key, value: kv.value.flatMap(EtcdBase64.decode) ?? "", lease: kv.lease ?? "",
                         revision: revision))
             }
         }
 
-        /// The revision in a reply's header (etcd's revision when it answered), 0 if none.
-        package static func revision(of reply: [String: Any]) -> Int64 {
-            Int64((reply["header"] as? [String: Any])?["revision"] as? String ?? "") ?? 0
-        }
-
-        package static func encode(_ text: String) -> String { Data(text.utf8).base64EncodedString() }
-
-        static func decode(_ value: Any?) -> String? {
-            guard let text = value as? String, let data = Data(base64Encoded: text) else { return nil }
-            return String(decoding: data, as: UTF8.self)
-        }
-
-        /// The end of the range of keys starting with `prefix`: its last byte plus one.
-        static func rangeEnd(of prefix: String) -> String {
-            var bytes = Array(prefix.utf8)
-            bytes[bytes.count - 1] += 1
-            return String(decoding: bytes, as: UTF8.self)
-        }
-
-        /// Each setting as given.
-        package init(endpoints: [String], http: HTTPClient, timeout: TimeAmount) {
-            self.endpoints = endpoints
-            self.http = http
-            self.timeout = timeout
-        }
     }
 #endif

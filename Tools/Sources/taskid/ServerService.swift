@@ -200,7 +200,7 @@ struct ServerService: Service {
             let myself = server.configuration.cluster!.myself
             let coordinator = EtcdOwnership(
                 settings: settings, myself: ClusterNode(id: myself.id, host: myself.host, port: port, slotRanges: []),
-                client: EtcdClient(endpoints: settings.endpoints, http: http, timeout: .seconds(2)),
+                store: EtcdClient(endpoints: settings.endpoints, http: http, timeout: .seconds(2)),
                 logger: logger,
                 publish: { await server.updateCluster($0, number: $1) },
                 dropKeys: { await server.dropKeys(inBlocks: $0) })

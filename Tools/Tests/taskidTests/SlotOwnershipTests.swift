@@ -115,30 +115,10 @@ struct SlotOwnershipTests {
         #expect(state(until: now) == "cluster_state:fail")
         #expect(state(until: 0) == "cluster_state:fail")
     }
-    @Test func newsOlderThanAKnownClaimNeverUndoesIt() {
-        var revisions = BlockRevisions()
-        // This node's claim of block 7, answered at revision 10.
-        let claim = revisions.takeChange(of: 7, at: 10)
-        // A read of the map sent before the claim was answered (revision 8) shows the block as
-        // another node's: it must not set it, nor may the watch's lagging events (9, and the
-        // claim itself again at 10).
-        let olderRead = revisions.takeRead(of: 7, at: 8)
-        let laggingChange = revisions.takeChange(of: 7, at: 9)
-        let sameClaimAgain = revisions.takeChange(of: 7, at: 10)
-        #expect(claim && !olderRead && !laggingChange && !sameClaimAgain)
-        // A read at the claim's revision or later includes it; a later change is news.
-        let readAtClaim = revisions.takeRead(of: 7, at: 10)
-        let laterChange = revisions.takeChange(of: 7, at: 12)
-        #expect(readAtClaim && laterChange && revisions.known[7] == 12)
-        // Other blocks are their own.
-        let otherBlock = revisions.takeRead(of: 8, at: 8)
-        #expect(otherBlock && revisions.known[8] == 8)
-    }
-
     #if Etcd
         @Test func aWatchLineGivesEachChangeWithItsRevision() throws {
-            let key = EtcdClient.encode("/taskid/t/blocks/3")
-            let value = EtcdClient.encode("node1")
+            let key = EtcdBase64.encode("/taskid/t/blocks/3")
+            let value = EtcdBase64.encode("node1")
             let line = """
                 {"result":{"header":{"revision":"15"},"events":[\
                 {"kv":{"key":"\(key)","value":"\(value)","lease":"42","mod_revision":"14"}},\
@@ -150,8 +130,6 @@ struct SlotOwnershipTests {
                     .put(.init(key: "/taskid/t/blocks/3", value: "node1", lease: "42", revision: 14)),
                     .delete(key: "/taskid/t/blocks/3", revision: 15),
                 ])
-            #expect(EtcdClient.revision(of: ["header": ["revision": "15"]]) == 15)
-            #expect(EtcdClient.revision(of: [:]) == 0)
         }
     #endif
 }
