@@ -56,6 +56,10 @@ package struct ClusterConfiguration: Sendable, Equatable {
     /// On etcd (`--etcd`), until when (monotonic nanoseconds, the front loop's clock) this node
     /// may serve its own slots: its lease fence (`LeaseFence`). nil for a static cluster.
     package let servingUntil: UInt64?
+    /// On etcd, each block's claim revision where this node serves it (0 elsewhere): the
+    /// block's part of the fencing token of the runs started here (`FencingToken`). Empty for
+    /// a static cluster.
+    package let claimRevisions: [Int64]
 
     /// This process's node.
     package var myself: ClusterNode { nodes[myIndex] }
@@ -87,6 +91,7 @@ package struct ClusterConfiguration: Sendable, Equatable {
     }
 
     private init(nodes: [ClusterNode], myIndex: Int, owners: [Int16], servingUntil: UInt64?) {
+        claimRevisions = []
         self.nodes = nodes
         self.myIndex = myIndex
         self.owners = owners
@@ -222,8 +227,9 @@ package struct ClusterConfiguration: Sendable, Equatable {
     /// and this node's fence.
     package init(
         members: [(id: String, host: String, port: Int)], blockOwners: [String?], myself: ClusterNode,
-        servingUntil: UInt64
+        servingUntil: UInt64, claimRevisions: [Int64] = []
     ) {
+        self.claimRevisions = claimRevisions
         var list = members.sorted { $0.id < $1.id }
         if !list.contains(where: { $0.id == myself.id }) {
             list.append((myself.id, myself.host, myself.port))

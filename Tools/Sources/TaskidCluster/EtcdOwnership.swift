@@ -116,7 +116,8 @@
                 }
                 await publish(
                     ClusterConfiguration(
-                        members: members, blockOwners: view.owners, myself: myself, servingUntil: view.servingUntil),
+                        members: members, blockOwners: view.owners, myself: myself, servingUntil: view.servingUntil,
+                        claimRevisions: view.claimRevisions),
                     number)
                 feed(.published(number: number))
             }

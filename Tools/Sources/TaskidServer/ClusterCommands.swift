@@ -23,7 +23,7 @@ extension RegistryServer {
     static let keyPositions: [String: KeyPositions] = [
         "SET": KeyPositions(first: 1, last: 1, step: 1), "GET": KeyPositions(first: 1, last: 1, step: 1),
         "DEL": KeyPositions(first: 1, last: -1, step: 1), "EXISTS": KeyPositions(first: 1, last: -1, step: 1),
-        "TASK.PHASE": KeyPositions(first: 1, last: 1, step: 1),
+        "TASK.PHASE": KeyPositions(first: 1, last: 1, step: 1), "TASK.INFO": KeyPositions(first: 1, last: 1, step: 1),
     ]
 
     /// Where a request's keys hash. Any thread.

@@ -23,7 +23,7 @@ package enum CommandCategory: String, CaseIterable, Sendable {
     /// The commands in this category, by upper-case name.
     var commands: Set<String> {
         switch self {
-        case .read: return ["GET", "EXISTS", "DBSIZE", "TASK.PHASE", "TASK.QUEUE"]
+        case .read: return ["GET", "EXISTS", "DBSIZE", "TASK.PHASE", "TASK.INFO", "TASK.QUEUE"]
         case .write: return ["SET", "DEL"]
         case .keyspace: return ["DEL", "EXISTS", "DBSIZE"]
         case .admin: return ["TASK.TRACE", "CONFIG"]
@@ -36,7 +36,8 @@ package enum CommandCategory: String, CaseIterable, Sendable {
         case .transaction: return ["MULTI", "EXEC", "DISCARD"]
         case .fast:
             return [
-                "GET", "EXISTS", "DBSIZE", "TASK.PHASE", "PING", "ECHO", "AUTH", "SELECT", "READONLY", "READWRITE",
+                "GET", "EXISTS", "DBSIZE", "TASK.PHASE", "TASK.INFO", "PING", "ECHO", "AUTH", "SELECT", "READONLY",
+                "READWRITE",
                 "ASKING", "MULTI", "DISCARD",
             ]
         case .slow:

@@ -205,6 +205,8 @@ extension RegistryServer {
                 } else {
                     RESPReply.null(version, into: &out)
                 }
+            case "TASK.INFO":
+                try await taskInfo(of: ServerKey(request[1]), version: version, into: &out)
             case "TASK.QUEUE":
                 try await queueCommand(into: &out)
             case "TASK.TRACE":
@@ -295,7 +297,8 @@ extension RegistryServer {
     /// -n at least n. Any thread.
     package static let commandArity: [String: Int] = [
         "PING": -1, "ECHO": 2, "QUIT": -1, "SET": -3, "GET": 2, "DEL": -2, "EXISTS": -2, "DBSIZE": 1,
-        "TASK.PHASE": 2, "TASK.QUEUE": 1, "TASK.TRACE": -2, "INFO": -1, "COMMAND": -1, "CONFIG": -2, "CLIENT": -2,
+        "TASK.PHASE": 2, "TASK.INFO": 2, "TASK.QUEUE": 1, "TASK.TRACE": -2, "INFO": -1, "COMMAND": -1, "CONFIG": -2,
+        "CLIENT": -2,
         "SELECT": 2,
         "HELLO": -1, "AUTH": -2,
         "MULTI": 1, "EXEC": 1, "DISCARD": 1, "CLUSTER": -2, "READONLY": 1, "READWRITE": 1, "ASKING": 1,

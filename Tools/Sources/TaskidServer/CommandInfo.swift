@@ -7,7 +7,8 @@ extension RegistryServer {
     /// Each command's flags as `COMMAND` lists them; a command not here has none. Any thread.
     static let commandFlags: [String: [String]] = [
         "GET": ["readonly", "fast"], "SET": ["write", "denyoom"], "DEL": ["write"], "EXISTS": ["readonly", "fast"],
-        "TASK.PHASE": ["readonly", "fast"], "TASK.QUEUE": ["readonly"], "DBSIZE": ["readonly", "fast"],
+        "TASK.PHASE": ["readonly", "fast"], "TASK.INFO": ["readonly", "fast"], "TASK.QUEUE": ["readonly"],
+        "DBSIZE": ["readonly", "fast"],
         "PING": ["fast"], "ECHO": ["fast"],
         "MULTI": ["noscript", "loading", "stale", "fast"], "EXEC": ["noscript", "loading", "stale"],
         "DISCARD": ["noscript", "loading", "stale", "fast"], "TASK.TRACE": ["admin", "noscript"],

@@ -26,6 +26,8 @@ package final class RegistryServer: Sendable {
     package let registry: ShardedTaskRegistry<ServerKey>
     /// What a SET runs on each shard, in the order of `registry.shards`.
     package let works: [TaskTemplate<ServerKey>]
+    /// Each loop's copy of the claim revisions its runs' fencing tokens are made of.
+    let runClaimRevisions: [RunClaimRevisions]
     /// The time-outs and connection cap of `--work upstream:` runs, shared by the shards. Any
     /// thread.
     package let upstreamLimits: UpstreamLimits
@@ -75,8 +77,12 @@ package final class RegistryServer: Sendable {
         registry = ShardedTaskRegistry<ServerKey>(group: group)
         let runLimit = configuration.maxRunning > 0 ? try ConcurrencyLimit(maxRunning: configuration.maxRunning) : nil
         self.runLimit = runLimit
-        works = try group.loops.map {
-            try WorkTemplate.make(on: $0, configuration: configuration, upstreamLimits: upstreamLimits, limit: runLimit)
+        let runClaimRevisions = group.loops.map { RunClaimRevisions([], loop: $0) }
+        self.runClaimRevisions = runClaimRevisions
+        works = try zip(group.loops, runClaimRevisions).map {
+            try WorkTemplate.make(
+                on: $0, configuration: configuration, upstreamLimits: upstreamLimits, limit: runLimit,
+                claimRevisions: $1)
         }
         front = LoopBound(FrontLoopState(tls: tls), loop: group.loops[0])
         memory = LoopBound(MemoryGauge(maxBytes: configuration.maxMemoryBytes), loop: group.loops[0])
@@ -89,6 +95,8 @@ package final class RegistryServer: Sendable {
     /// concurrently may land in either order, and an older one must never come back (it may
     /// still serve a block given back since). Any task: hops to the front loop.
     package func updateCluster(_ cluster: ClusterConfiguration, number: UInt64) async {
+        // The runs' loops first: a SET accepted under a new claim starts a run that sees it.
+        await shareClaimRevisions(of: cluster)
         _ = try? await frontLoop.submit {
             guard number > self.front.value.clusterViewNumber else { return }
             self.front.value.clusterViewNumber = number

@@ -56,11 +56,11 @@ package final class UpstreamLimits: Sendable {
     /// Gives a slot back. Any thread.
     func release() { openConnections.subtract(1, ordering: .relaxed) }
 
-    /// One upstream run: connect, send `PING`, read the reply, each step within its time-out
+    /// One upstream run: connect, send `PING` (with `message`: the run's fencing token), read the reply, each step within its time-out
     /// and the connection within the cap. Cancellation (a newer SET) closes the connection.
     /// On `loop`, from a run of that loop's registry.
     /// - Throws: `UpstreamError`, `LoopError` (e.g. `ECONNREFUSED`), `CancellationError`.
-    func ping(host: String, port: Int, on loop: UVLoop) async throws {
+    func ping(host: String, port: Int, on loop: UVLoop, message: String? = nil) async throws {
         guard acquire() else { throw UpstreamError.tooManyConnections(limit: maxConnections) }
         defer { release() }
         let connection = try await Self.within(
@@ -72,7 +72,7 @@ package final class UpstreamLimits: Sendable {
         let reply = try await Self.within(
             replyTimeout, on: loop, else: .replyTimedOut(milliseconds: replyTimeout.milliseconds)
         ) { () async throws -> Bool in
-            try await connection.write(Array("PING\r\n".utf8))
+            try await connection.write(Array((message.map { "PING \($0)" } ?? "PING").utf8) + [13, 10])
             return try await connection.read() != nil
         }
         guard reply else { throw UpstreamError.closedBeforeReply }

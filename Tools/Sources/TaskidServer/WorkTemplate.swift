@@ -36,12 +36,12 @@ package struct ServerResult: Sendable {
 /// end needs no lookup by key. A namespace; any thread.
 package enum WorkTemplate {
     /// The template of the shard on `loop`: `--work upstream:` runs talk to the upstream
-    /// through that loop. Any thread.
+    /// through that loop, and carry their fencing token from `claimRevisions`. Any thread.
     ///
     /// - Throws: the registry's error when the template's options are refused.
     static func make(
         on loop: UVLoop, configuration: ServerConfiguration, upstreamLimits: UpstreamLimits,
-        limit: ConcurrencyLimit?
+        limit: ConcurrencyLimit?, claimRevisions: RunClaimRevisions
     ) throws -> TaskTemplate<ServerKey> {
         let debounce = Duration.milliseconds(configuration.debounceMilliseconds)
         let timeout: Duration? =
@@ -63,7 +63,10 @@ package enum WorkTemplate {
         case .upstream(let host, let port):
             let limits = upstreamLimits
             return try TaskTemplate<ServerKey>(debounce: debounce, timeout: timeout, limit: limit) { key, context in
-                try await limits.ping(host: host, port: port, on: loop)
+                // On etcd the run's fencing token goes with it (`PING <token>`), for the
+                // upstream to refuse the work of a node that has lost the key's block.
+                let token = RegistryServer.fencingToken(of: key, generation: context.generation, in: claimRevisions)
+                try await limits.ping(host: host, port: port, on: loop, message: token?.description)
                 commit(context)
             }
         }

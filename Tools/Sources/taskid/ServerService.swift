@@ -196,7 +196,11 @@ struct ServerService: Service {
 
         /// Starts following and claiming slots on etcd for `server`, listening on `port`.
         func startOwnership(_ settings: EtcdSettings, server: RegistryServer, port: Int) -> RunningOwnership {
-            let http = HTTPClient(eventLoopGroupProvider: .singleton)
+            var httpConfiguration = HTTPClient.Configuration()
+            // A refused connection fails the call at once: the ownership retries on its own
+            // schedule, and the next endpoint is tried without waiting out the call's time-out.
+            httpConfiguration.connectionPool.retryConnectionEstablishment = false
+            let http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: httpConfiguration)
             let myself = server.configuration.cluster!.myself
             let coordinator = EtcdOwnership(
                 settings: settings, myself: ClusterNode(id: myself.id, host: myself.host, port: port, slotRanges: []),

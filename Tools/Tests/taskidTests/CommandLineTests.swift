@@ -100,7 +100,7 @@ struct CommandLineTests {
         #expect(fromFile.access.authenticate(name: "default", password: ArraySlice("from-file".utf8)) != nil)
         #expect(
             fromFile.access.authenticate(name: "reader", password: ArraySlice("r".utf8))?.allowed == [
-                "GET", "EXISTS", "DBSIZE", "TASK.PHASE", "TASK.QUEUE",
+                "GET", "EXISTS", "DBSIZE", "TASK.PHASE", "TASK.INFO", "TASK.QUEUE",
             ])
         #expect(fromFile.protectedMode)
         #expect(throws: (any Error).self) {
