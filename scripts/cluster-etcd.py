@@ -91,6 +91,16 @@ def call(port, *args):
         connection.close()
 
 
+def fencing_token(port, key):
+    """The fencing token TASK.INFO gives `key` on `port`: (claim revision, generation)."""
+    reply = call(port, "TASK.INFO", key)
+    fields = dict(zip(reply[::2], reply[1::2]))
+    token = fields.get(b"fencing_token")
+    check(token is not None, f"TASK.INFO {key} on {port} has no fencing token: {reply}")
+    claim, generation = token.split(b".")
+    return (int(claim), int(generation))
+
+
 def slot_owners(port):
     """{slot-range start: port} from CLUSTER SLOTS on `port`, as a list of (first, last, port)."""
     reply = call(port, "CLUSTER", "SLOTS")
@@ -338,6 +348,11 @@ def steps(args, directory, etcd, nodes):
     session = CliSession(survivors[0])
     mine = next(key_in_block(b, "c") for b in range(BLOCKS) if owner_of(b * SLOTS_PER_BLOCK, owners) == survivors[0])
     check(session.ask(f"SET {mine} before") == "OK", "redis-cli -c: SET before the kill")
+    # Each probe key run on the victim, with the fencing token its run carries there.
+    tokens_before = {}
+    for block, key in probes.items():
+        check(call(victim.port, "SET", key, "v") == b"OK", f"SET {key} on its owner before the kill")
+        tokens_before[block] = fencing_token(victim.port, key)
     killed = time.monotonic()
     victim.process.kill()
     victim.process.wait()
@@ -361,6 +376,13 @@ def steps(args, directory, etcd, nodes):
     print(f"ok: SIGKILL: its {len(probes)} blocks served by survivors after {min(back.values()):.2f}-{worst:.2f} s "
           f"(goal: <= lease {lease} s + 1 s)")
     owners = slot_owners(survivors[0])
+    for block, key in probes.items():
+        after = fencing_token(owner_of(key_slot(key), owners), key)
+        check(after > tokens_before[block],
+              f"{key}: the new owner's fencing token {after} is not above the dead owner's {tokens_before[block]}")
+    print(f"ok: the fencing tokens of the dead node's {len(probes)} keys rose on their new owners "
+          f"(claim revisions {min(t[0] for t in tokens_before.values())}.. before, "
+          f"{min(fencing_token(owner_of(key_slot(k), owners), k)[0] for k in probes.values())}.. after)")
     elsewhere = sum(owner_of(key_slot(key), owners) != survivors[0] for key in probes.values())
     check(elsewhere > 0, "no block of the dead node went to the other survivor: -MOVED is not exercised")
     for key in probes.values():
