@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """One redis-py `RedisCluster` client, in its defaults, following a failover of a `taskid serve
---etcd` cluster without being restarted (scripts/cluster-etcd.py drives it).
+--etcd` cluster without being restarted (Tools/Tests/cluster/check_etcd.py drives it).
 
     check_failover.py --ports P1,P2,... [--host HOST] [--keys N] [--limit SECONDS]
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Chaos on the cluster on etcd, under load, with the checker: scripts/cluster --etcd --chaos.
 
-    cluster-etcd-chaos.py TASKID [--seconds S] [--interval S] [--nodes N] [--lease S] [--keys N]
+    chaos_etcd.py TASKID [--seconds S] [--interval S] [--nodes N] [--lease S] [--keys N]
                           [--writers N] [--readers N] [--depth N] [--seed N]
 
 Starts etcd and --nodes nodes (default 4) (`taskid serve --etcd`, --loops 1 --work sleep:0), a load that SETs
@@ -52,7 +52,6 @@ import argparse
 import base64
 import bisect
 import collections
-import importlib.util
 import json
 import os
 import random
@@ -66,17 +65,10 @@ import types
 import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-
-
-def load(name, file):
-    spec = importlib.util.spec_from_file_location(name, os.path.join(HERE, file))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-cluster_load = load("cluster_load", "cluster-load.py")
-cluster_etcd = load("cluster_etcd", "cluster-etcd.py")
+sys.path.insert(0, HERE)
+# The shared RESP client, and the checks of the cluster on etcd, beside this file.
+import cluster_load  # noqa: E402
+import check_etcd as cluster_etcd  # noqa: E402
 Connection, RespError, Closed = cluster_load.Connection, cluster_load.RespError, cluster_load.Closed
 encode, key_slot, show = cluster_load.encode, cluster_load.key_slot, cluster_load.show
 Failure, check = cluster_etcd.Failure, cluster_etcd.check

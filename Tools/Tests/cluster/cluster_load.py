@@ -1,14 +1,14 @@
 #!/usr/bin/env python3
 """The load generator and checks of scripts/cluster: a small RESP client on sockets (stdlib only).
 
-  cluster-load.py probe --port P COMMAND...
+  cluster_load.py probe --port P COMMAND...
       sends each COMMAND (one string, split on spaces) on a new connection and prints one line:
       COMMAND -> the reply, or "connection closed" when the server (the proxy) hangs up.
 
-  cluster-load.py free-ports N
+  cluster_load.py free-ports N
       prints N loopback ports, free now, outside the kernel's range for outgoing connections.
 
-  cluster-load.py chaos --taskid PATH --ports P1,P2,... (--proxy P | --cluster-config FILE)
+  cluster_load.py chaos --taskid PATH --ports P1,P2,... (--proxy P | --cluster-config FILE)
                         [--seconds S] [--interval S] [--downtime S] [--keys N] [--writers N]
                         [--readers N] [--depth N] [--min-kills N] [--log-dir DIR] [--seed N]
       Starts one `taskid serve` node per port (--loops 1 --work sleep:0; with --cluster-config,
@@ -237,7 +237,7 @@ def free_ports(count):
 
 
 # The wait for a server's ready line, shared with the bash scripts.
-WAIT_READY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "wait-ready")
+WAIT_READY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "scripts", "wait-ready")
 
 
 class Node:

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """`taskid serve --etcd` end to end: etcd and N nodes on loopback, the slot map on leases.
 
-    cluster-etcd.py TASKID [--nodes N] [--lease SECONDS]
-    cluster-etcd.py TASKID --throughput ROUNDS [--nodes N] [--requests N]
+    check_etcd.py TASKID [--nodes N] [--lease SECONDS]
+    check_etcd.py TASKID --throughput ROUNDS [--nodes N] [--requests N]
 
 Starts etcd (a data directory of its own, free ports) and N nodes (default 4) with
 `--etcd`, then checks, each step with its figure:
@@ -33,7 +33,6 @@ Exit codes: 0 passed, 1 a check failed, 2 usage, 3 could not set up.
 """
 
 import argparse
-import importlib.util
 import os
 import select
 import shutil
@@ -45,9 +44,9 @@ import time
 import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-spec = importlib.util.spec_from_file_location("cluster_load", os.path.join(HERE, "cluster-load.py"))
-cluster_load = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(cluster_load)
+ROOT = os.path.join(HERE, "..", "..", "..")
+sys.path.insert(0, HERE)
+import cluster_load  # noqa: E402  (the shared RESP client, beside this file)
 Connection, RespError, key_slot, free_ports = (
     cluster_load.Connection, cluster_load.RespError, cluster_load.key_slot, cluster_load.free_ports)
 
@@ -189,7 +188,7 @@ class Node:
             preexec_fn=cluster_load.die_with_parent)
         STARTED.append(self.process)
         ready = subprocess.run(
-            [os.path.join(HERE, "wait-ready"), "--name", name, str(self.process.pid), self.out_path, self.log_path],
+            [os.path.join(ROOT, "scripts", "wait-ready"), "--name", name, str(self.process.pid), self.out_path, self.log_path],
             capture_output=True, text=True)
         check(ready.returncode == 0, f"{name} did not start: {ready.stderr}")
 
@@ -333,11 +332,11 @@ def steps(args, directory, etcd, nodes):
     probes = {block: key_in_block(block, "k") for block in victim_blocks}
     # A redis-py RedisCluster client, started before the kill, follows it without a restart
     # (Tools/Tests/redis-py/check_failover.py), when redis-py's venv is there.
-    redis_py = os.path.join(HERE, "..", ".build-py", "venv", "bin", "python")
+    redis_py = os.path.join(ROOT, ".build-py", "venv", "bin", "python")
     follower = None
     if os.access(redis_py, os.X_OK):
         follower = subprocess.Popen(
-            [redis_py, os.path.join(HERE, "..", "Tools", "Tests", "redis-py", "check_failover.py"),
+            [redis_py, os.path.join(ROOT, "Tools", "Tests", "redis-py", "check_failover.py"),
              "--ports", ",".join(str(node.port) for node in nodes), "--limit", str(lease + 15)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, preexec_fn=cluster_load.die_with_parent)
         STARTED.append(follower)
