@@ -73,9 +73,12 @@
                     success: [.put(key, value: value, lease: lease), .put(claimsKey, value: claimant, lease: nil)]))
         }
 
-        package func release(_ key: String, value: String, claimsKey: String) async throws -> EtcdTransactionResult {
+        package func release(_ key: String, value: String, lease: String, claimsKey: String) async throws
+            -> EtcdTransactionResult
+        {
             try await transaction(
-                EtcdTransaction(compare: [.holds(key, value)], success: [.delete(key), .delete(claimsKey)]))
+                EtcdTransaction(
+                    compare: [.holds(key, value), .onLease(key, lease)], success: [.delete(key), .delete(claimsKey)]))
         }
 
         private func transaction(_ transaction: EtcdTransaction) async throws -> EtcdTransactionResult {

@@ -32,9 +32,24 @@
         var result: EtcdLeaseKeepAliveReply.Result?
     }
 
+    /// An error answer: `{"error": "…", "message": "…"}`, or, from a streaming call such as a
+    /// keep-alive, `{"error": {"message": "…", …}}`.
     struct EtcdErrorReply: Decodable {
         var error: String?
         var message: String?
+
+        enum CodingKeys: String, CodingKey { case error, message }
+        struct Nested: Decodable { var message: String? }
+
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            message = try container.decodeIfPresent(String.self, forKey: .message)
+            if let text = try? container.decodeIfPresent(String.self, forKey: .error) {
+                error = text
+            } else {
+                error = (try? container.decodeIfPresent(Nested.self, forKey: .error))?.message
+            }
+        }
     }
 
     struct EtcdHeaderReply: Decodable {
@@ -112,16 +127,22 @@
         var result: Result?
     }
 
-    /// A comparison of a transaction: a key that does not exist, or holds a value.
+    /// A comparison of a transaction: a key that does not exist, holds a value, or is bound to
+    /// a lease.
     struct EtcdCompare: Encodable {
         var key: String
         var target: String
         var createRevision: String?
         var value: String?
+        var lease: String?
 
         enum CodingKeys: String, CodingKey {
-            case key, target, value
+            case key, target, value, lease
             case createRevision = "create_revision"
+        }
+
+        static func onLease(_ key: String, _ lease: String) -> EtcdCompare {
+            EtcdCompare(key: EtcdBase64.encode(key), target: "LEASE", lease: lease)
         }
 
         static func absent(_ key: String) -> EtcdCompare {

@@ -201,11 +201,11 @@
                         return .claimAnswered(block: block, lease: lease, result)
                     } catch { return .claimFailed(block: block, "\(error)") }
                 }
-            case .release(let block):
+            case .release(let block, let lease):
                 call {
                     do {
                         let result = try await store.release(
-                            key + "blocks/\(block)", value: id, claimsKey: key + "claims/\(block)")
+                            key + "blocks/\(block)", value: id, lease: lease, claimsKey: key + "claims/\(block)")
                         return .releaseAnswered(block: block, result)
                     } catch { return .releaseFailed(block: block, "\(error)") }
                 }

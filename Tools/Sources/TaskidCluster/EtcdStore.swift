@@ -58,8 +58,10 @@
         func claim(
             _ key: String, value: String, lease: String, claimsKey: String, claimant: String, ifLastClaimant: String?
         ) async throws -> EtcdTransactionResult
-        /// Gives a block back: deletes `key` if it holds `value`, and `claimsKey` with it.
-        func release(_ key: String, value: String, claimsKey: String) async throws -> EtcdTransactionResult
+        /// Gives a block back: deletes `key` if it holds `value` on `lease` (this very claim, not
+        /// a later one of the same id), and `claimsKey` with it.
+        func release(_ key: String, value: String, lease: String, claimsKey: String) async throws
+            -> EtcdTransactionResult
         /// Every key under `prefix`, and the revision they were read at.
         func read(prefix: String) async throws -> (revision: Int64, values: [EtcdKeyValue])
         /// The changes under `prefix` after `revision`, batch by batch, until etcd ends the watch

@@ -36,17 +36,21 @@
             case .releaseAnswered(let block, let result):
                 guard case .release = blocks[block].pending else { return }
                 blocks[block].pending = nil
-                // Free now, in this node's view too: the watch's word on it comes later, and a
-                // plan made meanwhile must not give it back again.
-                if result.succeeded, takeChange(of: block, at: result.revision) {
-                    setFree(block)
+                if result.succeeded {
+                    // Free now, in this node's view too: the watch's word on it comes later, and
+                    // a plan made meanwhile must not give it back again.
+                    if takeChange(of: block, at: result.revision) { setFree(block) }
                     blocks[block].servedBeforeLeaseLost = false
+                } else {
+                    // Not this node's claim any more (an earlier try on another endpoint gave it
+                    // back, then timed out): not served again before a read says whose it is.
+                    notMine(block, into: &effects)
                 }
             case .releaseFailed(let block, let reason):
-                guard case .release(_, _, let knownBefore) = blocks[block].pending else { return }
+                guard case .release = blocks[block].pending else { return }
                 blocks[block].pending = nil
-                // Given back or not: unknown until the next read. Not this node's meanwhile.
-                if blocks[block].knownRevision == knownBefore { blocks[block].holder = .anotherUnknown }
+                // Given back or not: unknown until the next read says. Not this node's meanwhile.
+                notMine(block, into: &effects)
                 pause(at: now, into: &effects)
                 effects.append(.log(.warning, "etcd: could not give back block \(block): \(reason)"))
             case .emptied(let emptied, let succeeded):
@@ -71,6 +75,14 @@
             default:
                 break
             }
+        }
+
+        /// `block` is not this node's as far as it knows (a release whose outcome is unknown, or
+        /// that etcd refused): not served, and the map read again to learn whose it is.
+        private mutating func notMine(_ block: Int, into effects: inout [OwnershipEffect]) {
+            blocks[block].holder = .anotherUnknown
+            blocks[block].served = false
+            effects.append(.readMap)
         }
 
         /// No new claim, release or emptying for a fourth of the lease (or until the next
@@ -100,13 +112,18 @@
                     leaseToRevoke = nil
                 }
             }
-            // Releases go out once the server serves a view without their blocks.
+            // Releases go out once the server serves a view without their blocks, under the
+            // lease they were claimed on (a release planned before the lease was lost is dropped:
+            // the lease took the claim with it).
             for block in blocks.indices {
-                guard case .release(let afterView, false, let knownBefore) = blocks[block].pending,
-                    publishedNumber >= afterView
-                else { continue }
-                blocks[block].pending = .release(afterView: afterView, sent: true, knownBefore: knownBefore)
-                effects.append(.release(block: block))
+                guard case .release(let afterView, false) = blocks[block].pending else { continue }
+                guard let id = leaseID, blocks[block].lease == id, blocks[block].holder == .this else {
+                    blocks[block].pending = nil
+                    continue
+                }
+                guard publishedNumber >= afterView else { continue }
+                blocks[block].pending = .release(afterView: afterView, sent: true)
+                effects.append(.release(block: block, lease: id))
             }
         }
 
@@ -170,12 +187,11 @@
             }
             let plan = planned.plan(for: nodeID, among: Array(members.keys), leaving: left)
             for block in plan.release where blocks[block].pending == nil && blocks[block].holder == .this {
-                // The view that stops serving it is the next one handed out (or the current one,
-                // when it was not served).
-                let wasServed = blocks[block].served
+                // The view that stops serving it is the next one handed out, or the last one when
+                // that did not serve it.
+                let inLastView = lastView?.owners[block] == nodeID
                 blocks[block].served = false
-                blocks[block].pending = .release(
-                    afterView: viewNumber + (wasServed ? 1 : 0), sent: false, knownBefore: blocks[block].knownRevision)
+                blocks[block].pending = .release(afterView: viewNumber + (inLastView ? 1 : 0), sent: false)
             }
             for block in plan.claim where blocks[block].pending == nil && blocks[block].holder == .free {
                 blocks[block].pending = .claim(back: false, knownBefore: blocks[block].knownRevision)

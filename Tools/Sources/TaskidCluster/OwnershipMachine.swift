@@ -284,7 +284,7 @@
             case claim(back: Bool, knownBefore: Int64)
             /// To be given back once the server has taken view `afterView` (which no longer
             /// serves it); `sent` once the release is.
-            case release(afterView: UInt64, sent: Bool, knownBefore: Int64)
+            case release(afterView: UInt64, sent: Bool)
             /// Being emptied by the server.
             case emptying
         }
@@ -358,7 +358,8 @@
         /// Replace the watch with watch `number`, from after `revision`.
         case watch(number: UInt64, after: Int64)
         case claim(block: Int, lease: String, ifLastClaimant: String?)
-        case release(block: Int)
+        /// Give block `block` back, if etcd still holds it for this node on `lease`.
+        case release(block: Int, lease: String)
         /// Empty the server's keys in `blocks`.
         case empty(blocks: [Int])
         /// Serve `view`; answered with `.published(number)` once the server does.

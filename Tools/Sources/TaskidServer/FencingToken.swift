@@ -26,26 +26,27 @@ package struct FencingToken: Comparable, Sendable, CustomStringConvertible {
 
 /// Each block's claim revision as the runs of one loop read it: a copy per loop, written before
 /// the front loop serves a view with new claims, so that a run never reads an older claim than
-/// the one its SET was accepted under. Loop-bound; empty outside etcd.
-package typealias RunClaimRevisions = LoopBound<[Int64]>
+/// the one its SET was accepted under; with the number of the view they came with, so that an
+/// older view never replaces a newer one. Loop-bound; empty outside etcd.
+package typealias RunClaimRevisions = LoopBound<(view: UInt64, revisions: [Int64])>
 
 extension RegistryServer {
     /// The token a run of `key` carries now on the loop whose copy is `revisions`, with its
     /// `generation`; nil outside etcd. On that loop.
     static func fencingToken(of key: ServerKey, generation: UInt64, in revisions: RunClaimRevisions) -> FencingToken? {
-        let claims = revisions.value
+        let claims = revisions.value.revisions
         guard !claims.isEmpty else { return nil }
         let block = SlotBlocks.block(ofSlot: HashSlot.of(key.bytes))
         return FencingToken(claimRevision: claims[block], generation: generation)
     }
 
-    /// Hands each loop the claim revisions of `cluster` when they changed, and returns once
-    /// every loop has them. Any task.
-    func shareClaimRevisions(of cluster: ClusterConfiguration) async {
+    /// Hands each loop the claim revisions of `cluster`, view `number`, unless it has a later
+    /// view's; returns once every loop has them. Any task.
+    func shareClaimRevisions(of cluster: ClusterConfiguration, number: UInt64) async {
         let revisions = cluster.claimRevisions
         for (loop, copy) in zip(group.loops, runClaimRevisions) {
             _ = try? await loop.submit {
-                if copy.value != revisions { copy.value = revisions }
+                if number > copy.value.view { copy.value = (number, revisions) }
             }
         }
     }

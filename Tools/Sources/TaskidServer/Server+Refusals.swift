@@ -65,17 +65,15 @@ extension RegistryServer {
             return
         }
         guard let stream = startTLSSession(on: connection) else { return }
+        // Past its limit the handshake is cancelled, and fails.
         let handshakeError = await withTimeLimit(configuration.refusalHandshakeTimeLimit) {
             () async -> (any Error)? in
             do { try await stream.handshake() } catch { return error }
             return nil
         }
-        switch handshakeError {
-        case .some(.some(let failure as TLSSessionError)):
-            noteFailedTLSSession(failure, of: connection)
+        if let handshakeError {
+            if let failure = handshakeError as? TLSSessionError { noteFailedTLSSession(failure, of: connection) }
             return
-        case .some(.some), .none: return  // another failure, or past the time limit
-        case .some(.none): break
         }
         await withTimeLimit(answerLimit) {
             try? await stream.write(reply)
@@ -84,21 +82,24 @@ extension RegistryServer {
         }
     }
 
-    /// Runs `body` in a task on the front loop, cancelled once `limit` has passed; its result,
-    /// or nil when it was still running at the limit (it has then ended too: cancelled work
-    /// returns promptly). Front loop only.
+    /// Runs `body` in a task on the front loop, cancelled once `limit` has passed, or when the
+    /// caller is (the server stopping); returns its result (cancelled work returns promptly).
+    /// Front loop only.
+    @discardableResult
     private func withTimeLimit<Result: Sendable>(
         _ limit: Duration, _ body: @escaping @Sendable () async -> Result
-    ) async -> Result? {
+    ) async -> Result {
         let work = Task(executorPreference: frontLoop) { await body() }
         let clock = frontLoop.clock
         let bound = Task(executorPreference: frontLoop) {
             try? await clock.sleep(for: limit)
             work.cancel()
         }
-        let result = await work.value
-        let inTime = !bound.isCancelled && !work.isCancelled
-        bound.cancel()
-        return inTime ? result : nil
+        defer { bound.cancel() }
+        return await withTaskCancellationHandler {
+            await work.value
+        } onCancel: {
+            work.cancel()
+        }
     }
 }

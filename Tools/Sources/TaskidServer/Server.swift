@@ -77,7 +77,7 @@ package final class RegistryServer: Sendable {
         registry = ShardedTaskRegistry<ServerKey>(group: group)
         let runLimit = configuration.maxRunning > 0 ? try ConcurrencyLimit(maxRunning: configuration.maxRunning) : nil
         self.runLimit = runLimit
-        let runClaimRevisions = group.loops.map { RunClaimRevisions([], loop: $0) }
+        let runClaimRevisions = group.loops.map { RunClaimRevisions((0, []), loop: $0) }
         self.runClaimRevisions = runClaimRevisions
         works = try zip(group.loops, runClaimRevisions).map {
             try WorkTemplate.make(
@@ -96,7 +96,7 @@ package final class RegistryServer: Sendable {
     /// still serve a block given back since). Any task: hops to the front loop.
     package func updateCluster(_ cluster: ClusterConfiguration, number: UInt64) async {
         // The runs' loops first: a SET accepted under a new claim starts a run that sees it.
-        await shareClaimRevisions(of: cluster)
+        await shareClaimRevisions(of: cluster, number: number)
         _ = try? await frontLoop.submit {
             guard number > self.front.value.clusterViewNumber else { return }
             self.front.value.clusterViewNumber = number
@@ -217,9 +217,13 @@ package final class RegistryServer: Sendable {
     /// written. Returns why that file could not be written, if it could not. Any task; once.
     private func finishStopping(_ tasks: [Task<Void, Never>]) async -> String? {
         for task in tasks { await task.value }
-        // Refusals under way end within their second: none is left on a loop that shuts down.
+        // Refusals under way are cut short (a handshake may have seconds left): none is left on
+        // a loop that shuts down.
         let refusals = await Task(executorPreference: frontLoop) { Array(self.front.value.refusals.values) }.value
-        for refusal in refusals { await refusal.value }
+        for refusal in refusals {
+            refusal.cancel()
+            await refusal.value
+        }
         let acceptTasks = await Task(executorPreference: frontLoop) {
             [self.front.value.acceptTask, self.front.value.tlsAcceptTask].compactMap { $0 }
         }.value

@@ -95,8 +95,10 @@
             return EtcdTransactionResult(succeeded: true, revision: revision)
         }
 
-        mutating func release(_ key: String, value: String, claimsKey: String) -> EtcdTransactionResult {
-            guard keys[key]?.value == value else { return EtcdTransactionResult(succeeded: false, revision: revision) }
+        mutating func release(_ key: String, value: String, lease: String, claimsKey: String) -> EtcdTransactionResult {
+            guard keys[key]?.value == value, keys[key]?.lease == lease else {
+                return EtcdTransactionResult(succeeded: false, revision: revision)
+            }
             revision += 1
             for name in [key, claimsKey] where keys.removeValue(forKey: name) != nil {
                 history.append(.delete(key: name, revision: revision))

@@ -146,6 +146,21 @@
             #expect(simulation.violations.isEmpty)
         }
 
+        /// A join makes the others give blocks back; etcd applies node0's releases but their
+        /// answers are lost, and node0's watch is silent, so nothing tells it the blocks went.
+        /// node0 serves none of them again (the new node does), and the shares settle.
+        @Test func aReleaseWhoseAnswerIsLostIsNeverServedAgain() {
+            var simulation = Self.settled(3)
+            simulation.releaseAnswersLost = [0]
+            simulation.silentWatches = [0]
+            simulation.start("node3")
+            simulation.run(for: 4)
+            #expect(Self.served(by: 0, simulation).count == 32)
+            #expect(simulation.nodes.allSatisfy { $0.machine.readiness(at: simulation.now) == .ready })
+            #expect(simulation.nodes[0].logs.contains { $0.contains("could not give back") })
+            #expect(simulation.violations.isEmpty)
+        }
+
         /// SIGTERM: the node stops serving, revokes its lease, and the others claim its blocks
         /// at once, well before the lease would have expired.
         @Test func aLeavingNodeHandsItsBlocksOverAtOnce() throws {
@@ -191,11 +206,12 @@
             let block = try #require(Self.served(by: 0, simulation).first)
             let claimed = simulation.nodes[0].machine.blocks[block].claimRevision
             let key = "/taskid/sim/blocks/\(block)"
-            simulation.deliverStale(
+            let delivered = simulation.deliverStale(
                 [
                     .put(EtcdKeyValue(key: key, value: "node1", lease: "1", revision: claimed - 1)),
                     .delete(key: key, revision: claimed),
                 ], to: 0)
+            #expect(delivered)
             simulation.run(for: 1)
             #expect(simulation.nodes[0].serves(block, at: simulation.now))
             #expect(simulation.nodes[0].values[block] == ["kept"])

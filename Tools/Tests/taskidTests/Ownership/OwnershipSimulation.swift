@@ -43,8 +43,8 @@
             /// its fence is open.
             func serves(_ block: Int, at now: UInt64) -> Bool {
                 guard alive, !paused, let view else { return false }
-                // Its own blocks carry their claim revision; another node of the same id's do not.
-                return view.owners[block] == id && view.claimRevisions[block] > 0 && now < view.servingUntil
+                // As the server decides: the view names it, and the fence is open.
+                return view.owners[block] == id && now < view.servingUntil
             }
         }
 
@@ -67,6 +67,11 @@
         private(set) var nodes: [Node] = []
         private var queue: [(time: UInt64, order: UInt64, action: Action)] = []
         private var order: UInt64 = 0
+        /// Nodes whose releases etcd applies but whose answers are lost.
+        var releaseAnswersLost: Set<Int> = []
+        /// Nodes whose watch has gone silent (a half-open connection): it delivers nothing
+        /// until they leave the set (a read of the map still answers).
+        var silentWatches: Set<Int> = []
         /// What the invariants found, as sentences; empty when they held throughout.
         private(set) var violations: [String] = []
 
@@ -143,10 +148,12 @@
             for (node, call) in waiting { perform(.call(node, call)) }
         }
 
-        /// Delivers `changes` to `node` as its watch's, as a lagging watch would.
-        mutating func deliverStale(_ changes: [EtcdChange], to node: Int) {
-            guard let watch = nodes[node].watch else { return }
+        /// Delivers `changes` to `node` as its watch's, as a lagging watch would; false when the
+        /// node has no watch to deliver them on.
+        mutating func deliverStale(_ changes: [EtcdChange], to node: Int) -> Bool {
+            guard let watch = nodes[node].watch else { return false }
             schedule(.event(node, .watched(number: watch.number, changes)), at: now)
+            return true
         }
 
         /// Writes `value` to every block `node` serves now (a client's SET, acknowledged).
@@ -190,6 +197,8 @@
                 perform(.event(index, .timerFired(timer)))
             case .adopt(let index, let view, let number):
                 guard nodes[index].alive else { return }
+                // A stopped process takes no view: it takes it once woken.
+                guard !nodes[index].paused else { return schedule(.adopt(index, view, number), at: now + 10_000_000) }
                 nodes[index].view = view
                 perform(.event(index, .published(number: number)))
             case .call(let index, let call):
@@ -260,10 +269,14 @@
                         prefix + "blocks/\(block)", value: machine.nodeID, lease: lease,
                         claimsKey: prefix + "claims/\(block)", claimant: machine.claimant, ifLastClaimant: lastClaimant)
                     reply = .claimAnswered(block: block, lease: lease, result)
-                case .release(let block):
+                case .release(let block, let lease):
                     let result = etcd.release(
-                        prefix + "blocks/\(block)", value: machine.nodeID, claimsKey: prefix + "claims/\(block)")
-                    reply = .releaseAnswered(block: block, result)
+                        prefix + "blocks/\(block)", value: machine.nodeID, lease: lease,
+                        claimsKey: prefix + "claims/\(block)")
+                    // Applied, but the answer lost (a time-out): the node hears a failure.
+                    reply =
+                        releaseAnswersLost.contains(index)
+                        ? .releaseFailed(block: block, "timed out") : .releaseAnswered(block: block, result)
                 default:
                     break
                 }
@@ -284,7 +297,7 @@
             case .readMap: .mapReadFailed(reason)
             case .watch(let number, _): .watchEnded(number: number, reason)
             case .claim(let block, _, _): .claimFailed(block: block, reason)
-            case .release(let block): .releaseFailed(block: block, reason)
+            case .release(let block, _): .releaseFailed(block: block, reason)
             default: nil
             }
         }
@@ -292,7 +305,9 @@
         /// Sends each watch the changes it has not delivered yet.
         private mutating func pumpWatches() {
             for index in nodes.indices {
-                guard let watch = nodes[index].watch, nodes[index].alive else { continue }
+                guard let watch = nodes[index].watch, nodes[index].alive, !silentWatches.contains(index) else {
+                    continue
+                }
                 let changes = etcd.changes(after: watch.delivered)
                 guard !changes.isEmpty else { continue }
                 nodes[index].watch = (watch.number, etcd.revision)
@@ -306,15 +321,17 @@
             var servingNode = [Int](repeating: -1, count: SlotBlocks.count)
             for (index, node) in nodes.enumerated() {
                 guard node.alive, !node.paused, let view = node.view, now < view.servingUntil else { continue }
-                for block in 0..<SlotBlocks.count where view.claimRevisions[block] > 0 && view.owners[block] == node.id
-                {
+                for block in 0..<SlotBlocks.count where view.owners[block] == node.id {
                     if servingNode[block] >= 0 {
                         violations.append(
                             "\(now): block \(block) served by \(nodes[servingNode[block]].id) and \(node.id)")
                     }
                     servingNode[block] = index
+                    // etcd holds this very claim (not a later one of the same id), on a live lease.
                     let claim = etcd.keys[Self.blockKeys[block]]
-                    if claim?.value != node.id || !etcd.isAlive(claim?.lease ?? "", at: now) {
+                    if claim?.value != node.id || claim?.createRevision != view.claimRevisions[block]
+                        || !etcd.isAlive(claim?.lease ?? "", at: now)
+                    {
                         violations.append("\(now): \(node.id) serves block \(block), which etcd does not give it")
                     }
                 }
