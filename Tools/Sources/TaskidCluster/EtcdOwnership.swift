@@ -49,7 +49,10 @@
                 leaseSeconds: settings.leaseSeconds, waitForID: settings.waitForID,
                 incarnation: UInt64.random(in: 0...UInt64.max))
             (events, eventSink) = AsyncStream.makeStream(of: OwnershipEvent.self)
-            (views, viewSink) = AsyncStream.makeStream(of: (OwnershipView, UInt64).self)
+            // Only the newest view waits: one that is not handed over yet is out of date once a
+            // newer one exists (a renewal's fence must not queue behind views of claims).
+            (views, viewSink) = AsyncStream.makeStream(
+                of: (OwnershipView, UInt64).self, bufferingPolicy: .bufferingNewest(1))
         }
 
         /// Follows the map, keeps the lease and claims the node's share until the task is
@@ -116,8 +119,8 @@
                 }
                 await publish(
                     ClusterConfiguration(
-                        members: members, blockOwners: view.owners, myself: myself, servingUntil: view.servingUntil,
-                        claimRevisions: view.claimRevisions),
+                        members: members, blockOwners: view.blocks.map(\.owner), myself: myself,
+                        servingUntil: view.servingUntil, claimRevisions: view.blocks.map(\.claimRevision)),
                     number)
                 feed(.published(number: number))
             }

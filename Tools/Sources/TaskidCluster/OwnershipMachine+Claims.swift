@@ -189,7 +189,7 @@
             for block in plan.release where blocks[block].pending == nil && blocks[block].holder == .this {
                 // The view that stops serving it is the next one handed out, or the last one when
                 // that did not serve it.
-                let inLastView = lastView?.owners[block] == nodeID
+                let inLastView = lastView?.blocks[block].owner == nodeID
                 blocks[block].served = false
                 blocks[block].pending = .release(afterView: viewNumber + (inLastView ? 1 : 0), sent: false)
             }
@@ -204,13 +204,16 @@
         /// claim it was emptied under is intact and served at once; the others are emptied first
         /// (what this node stored when it last owned them is not served again).
         private mutating func serveGained(lease id: String, into effects: inout [OwnershipEffect]) {
+            // One emptying at a time: blocks gained meanwhile are emptied together after it (each
+            // emptying is a pass over every key the server holds).
+            let emptying = blocks.contains { $0.pending == .emptying }
             var gained: [Int] = []
             for block in blocks.indices {
                 let state = blocks[block]
                 guard state.holder == .this, state.lease == id, !state.served, state.pending == nil else { continue }
                 if state.claimRevision > 0 && state.claimRevision == state.emptiedUnder {
                     blocks[block].served = true
-                } else {
+                } else if !emptying {
                     gained.append(block)
                     blocks[block].pending = .emptying
                 }
@@ -220,19 +223,14 @@
 
         /// The view as served now: this node owns only what it serves, while its fence is open.
         package var view: OwnershipView {
-            var owners = [String?](repeating: nil, count: SlotBlocks.count)
-            var revisions = [Int64](repeating: 0, count: SlotBlocks.count)
-            for (block, state) in blocks.enumerated() {
+            let served = blocks.map { state -> OwnershipView.Block in
                 switch state.holder {
-                case .this where state.served:
-                    owners[block] = nodeID
-                    revisions[block] = state.claimRevision
-                case .another(let owner): owners[block] = owner
-                default: break
+                case .this where state.served: OwnershipView.Block(owner: nodeID, claimRevision: state.claimRevision)
+                case .another(let owner): OwnershipView.Block(owner: owner)
+                default: OwnershipView.Block()
                 }
             }
-            return OwnershipView(
-                members: members, owners: owners, claimRevisions: revisions, servingUntil: fence.validUntil)
+            return OwnershipView(members: members, blocks: served, servingUntil: fence.validUntil)
         }
 
         /// Hands the server the view when it differs from the last one handed out.

@@ -78,7 +78,7 @@
                         .debug,
                         "etcd: lease \(id) renewed (ttl left \(left) s, round trip \((now &- sentAt) / 1_000_000) ms, "
                             + "serving for \(servingFor) ms)"),
-                    .schedule(.renewal, afterNanoseconds: leaseNanoseconds / 4),
+                    .schedule(.renewal, afterNanoseconds: renewalDelay(at: now)),
                 ]
             case .renewalFailed(let id, let reason):
                 guard !leaving, leaseID == id else { return }
@@ -89,6 +89,14 @@
             default:
                 break
             }
+        }
+
+        /// When to renew next: every fourth of the lease, or sooner when the fence would close
+        /// before three more tries (a grant answered long after it was sent, as when etcd was
+        /// stalled: the fence counts from the sending).
+        func renewalDelay(at now: UInt64) -> UInt64 {
+            let left = fence.validUntil > now ? fence.validUntil - now : 0
+            return min(leaseNanoseconds / 4, left / 3)
         }
 
         /// A lease call failed: say why, give back the grant not registered, and grant again soon.
@@ -117,7 +125,7 @@
             waitingReason = "claiming its share of the slot blocks"
             effects += [
                 .log(.info, "etcd: registered with lease \(grant) (\(ttl) s)"),
-                .schedule(.renewal, afterNanoseconds: ttlNanoseconds / 4),
+                .schedule(.renewal, afterNanoseconds: renewalDelay(at: now)),
             ]
         }
 

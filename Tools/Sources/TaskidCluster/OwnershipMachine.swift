@@ -368,13 +368,18 @@
         case log(Logger.Level, String)
     }
 
-    /// The cluster as a node serves it: the members, each block's owner (this node's only for
-    /// the blocks it serves), each block's claim revision, and the fence. A value type.
+    /// The cluster as a node serves it: the members, each block as served, and the fence. A
+    /// value type.
     package struct OwnershipView: Sendable, Equatable {
+        /// One block: its owner (this node only where it serves it; nil for none known), and
+        /// where this node serves it, its claim revision (0 elsewhere).
+        package struct Block: Sendable, Equatable {
+            package var owner: String?
+            package var claimRevision: Int64 = 0
+        }
+
         package var members: [String: String]
-        package var owners: [String?]
-        /// Each block's claim revision where this node serves it (0 elsewhere).
-        package var claimRevisions: [Int64]
+        package var blocks: [Block]
         package var servingUntil: UInt64
     }
 #endif

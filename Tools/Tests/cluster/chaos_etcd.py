@@ -618,7 +618,7 @@ def errors_outside(errors, observations, faults, history):
             continue
         if history.changed(block, first, last):
             continue
-        outside.append((key, text))
+        outside.append((key, text, since, replied))
     return outside
 
 
@@ -872,7 +872,10 @@ class Chaos:
             failed.append("%d replies from a node that did not own the block in etcd, e.g. %s for %s in "
                           "[%.3f, %.3f]" % ((len(shared.violations),) + shared.violations[0]))
         if outside:
-            failed.append("%d errors outside a move window, e.g. %s: %s" % ((len(outside),) + outside[0]))
+            # Each with its times (monotonic, as the start line gives it): what the node logs say then.
+            examples = "; ".join("%s at %.3f-%.3f: %s" % (key, since, replied, text)
+                                 for key, text, since, replied in outside[:5])
+            failed.append("%d errors outside a move window, e.g. %s" % (len(outside), examples))
         worst = max(shared.unavailability.get("kill", [0]))
         if worst > args.lease + 1:
             failed.append("a block of a killed node was unavailable %.2f s (lease %d s + 1 s)" % (worst, args.lease))

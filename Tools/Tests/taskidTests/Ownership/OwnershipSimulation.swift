@@ -44,7 +44,7 @@
             func serves(_ block: Int, at now: UInt64) -> Bool {
                 guard alive, !paused, let view else { return false }
                 // As the server decides: the view names it, and the fence is open.
-                return view.owners[block] == id && now < view.servingUntil
+                return view.blocks[block].owner == id && now < view.servingUntil
             }
         }
 
@@ -321,7 +321,7 @@
             var servingNode = [Int](repeating: -1, count: SlotBlocks.count)
             for (index, node) in nodes.enumerated() {
                 guard node.alive, !node.paused, let view = node.view, now < view.servingUntil else { continue }
-                for block in 0..<SlotBlocks.count where view.owners[block] == node.id {
+                for block in 0..<SlotBlocks.count where view.blocks[block].owner == node.id {
                     if servingNode[block] >= 0 {
                         violations.append(
                             "\(now): block \(block) served by \(nodes[servingNode[block]].id) and \(node.id)")
@@ -329,7 +329,7 @@
                     servingNode[block] = index
                     // etcd holds this very claim (not a later one of the same id), on a live lease.
                     let claim = etcd.keys[Self.blockKeys[block]]
-                    if claim?.value != node.id || claim?.createRevision != view.claimRevisions[block]
+                    if claim?.value != node.id || claim?.createRevision != view.blocks[block].claimRevision
                         || !etcd.isAlive(claim?.lease ?? "", at: now)
                     {
                         violations.append("\(now): \(node.id) serves block \(block), which etcd does not give it")
