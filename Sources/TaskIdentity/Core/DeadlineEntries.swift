@@ -1,4 +1,12 @@
 /// A progress delay's entry: valid only while that generation is still the running one.
+/// The bound of a debounce window (`maxWait`): valid only while the window opened by
+/// `window` (a generation) is still open.
+struct MaxWaitEntry: DeadlineEntry {
+    let record: AnyTaskRecord
+    let window: UInt64
+    let deadline: UInt64
+}
+
 struct ProgressEntry: DeadlineEntry {
     let record: AnyTaskRecord
     let generation: UInt64

@@ -12,6 +12,7 @@ final class OptionsTable {
     private var progressQueues: [UInt64: DeadlineQueue<ProgressEntry>] = [:]
     private var synchronousQueues: [UInt64: DeadlineQueue<SynchronousRunEntry>] = [:]
     private var timeLimitLists: [UInt64: TimeLimits] = [:]
+    private var maxWaitQueues: [UInt64: DeadlineQueue<MaxWaitEntry>] = [:]
     /// The tasks' own timers open (in their records' `RareTaskState`).
     private(set) var taskTimersOpen = 0
     /// Some options interned so far use rare options (a time limit, a concurrency limit,
@@ -61,12 +62,19 @@ final class OptionsTable {
                 core.timeLimitPassed($0)
             }
         }
+        var maxWaitQueue: DeadlineQueue<MaxWaitEntry>?
+        // A bound on debounce windows: only where there are windows to bound.
+        if debounce > 0, let maxWait = RareOptions.options(numbered: values.rareNumber)?.maxWait {
+            maxWaitQueue = try list(in: &maxWaitQueues, delay: UInt64(maxWait.clampedNanoseconds), loop: loop) {
+                [unowned core] in core.maxWaitDue($0)
+            }
+        }
         let limit = ConcurrencyLimit(bits: values.limitBits) ?? defaultLimit
         if timeLimits != nil || limit != nil || values.rareNumber != 0 || values.sharesRuns { anyRare = true }
         let options = TaskOptions(
             values: values, debounceWindows: windows, progressQueue: progressQueue,
             synchronousQueue: synchronousQueue, timeLimits: timeLimits,
-            limitQueue: limit.map(limitQueue), template: template)
+            limitQueue: limit.map(limitQueue), maxWaitQueue: maxWaitQueue, template: template)
         interned[values] = options
         return options
     }
@@ -90,7 +98,8 @@ final class OptionsTable {
 
     /// The timers open: one per deadline list, and the tasks' own.
     var openTimerCount: Int {
-        debounceWindows.count + progressQueues.count + synchronousQueues.count + timeLimitLists.count + taskTimersOpen
+        debounceWindows.count + progressQueues.count + synchronousQueues.count + timeLimitLists.count
+            + maxWaitQueues.count + taskTimersOpen
     }
 
     /// The debounce windows, for tests.
@@ -107,6 +116,8 @@ final class OptionsTable {
         for queue in progressQueues.values { queue.close() }
         for queue in synchronousQueues.values { queue.close() }
         for list in timeLimitLists.values { list.close() }
+        for queue in maxWaitQueues.values { queue.close() }
+        maxWaitQueues = [:]
         debounceWindows = [:]
         progressQueues = [:]
         synchronousQueues = [:]

@@ -29,6 +29,30 @@ extension RegistryCore {
         noteQuiescence()
     }
 
+    /// `record`'s declaration, under `maxWait`, may have opened a debounce window at `openedAt`:
+    /// if it did, the window's bound is queued, `maxWait` from now. Not inlined: off the path
+    /// of declarations without `maxWait`.
+    @inline(never)
+    func boundWindow(_ record: AnyTaskRecord, options: TaskOptions, openedAt: UInt64) {
+        guard record.state.debounceDeadline != 0, let queue = options.maxWaitQueue else { return }
+        let window = record.state.generation
+        record.makeRare().maxWaitWindow = window
+        queue.push(
+            MaxWaitEntry(
+                record: record, window: window,
+                deadline: LoopInstant.nanoseconds(openedAt, plus: options.maxWaitNanoseconds)))
+    }
+
+    /// A debounce window's bound (`maxWait`) came due: the window, if it is still the one the
+    /// bound was set for and still open, closes now, as if its debounce had passed.
+    func maxWaitDue(_ entry: MaxWaitEntry) {
+        let record = entry.record
+        guard let rare = record.rare, rare.maxWaitWindow == entry.window else { return }
+        rare.maxWaitWindow = 0
+        guard record.state.debounceDeadline != 0 else { return }
+        debounceDue(record)
+    }
+
     func progressDue(_ entry: ProgressEntry) {
         let record = entry.record
         guard record.state.progressDue(generation: entry.generation) else { return }

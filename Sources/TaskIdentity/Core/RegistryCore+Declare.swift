@@ -62,12 +62,16 @@ extension RegistryCore {
         record.pendingAction = body
         if record.state.phase == .failed { record.rare?.failure = nil }
         let now: UInt64? = options.debounceNanoseconds > 0 ? unretainedLoop.now.nanoseconds : nil
+        // One test when `maxWait` is off: whether a window was open before this declaration.
+        let boundsWindow = options.maxWaitNanoseconds != 0
+        let windowWasOpen = boundsWindow && record.state.debounceDeadline != 0
         let gate = gate(record, now: now)
         let effects = tally {
             record.state.declare(changed: true, debounce: options.debounceNanoseconds, gate: gate, counters: &$0)
         }
         trace(record, record.state.generation, .declared(identity: record.identity))
         carryOut(effects, on: record)
+        if boundsWindow && !windowWasOpen { boundWindow(record, options: options, openedAt: now!) }
     }
 
     /// Does what an event's transition asks for, in the order `Effects` documents.

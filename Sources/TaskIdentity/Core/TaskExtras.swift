@@ -28,6 +28,9 @@ final class RareTaskState: TaskExtras {
     var refresh: RefreshState?
     /// The throttle's last start and timer.
     var throttle: ThrottleState?
+    /// The generation that opened the debounce window whose bound (`maxWait`) is set, 0 for
+    /// none: a bound that comes due for another window (closed since) is dropped.
+    var maxWaitWindow: UInt64 = 0
     /// The time-limit node of the current run, while it runs under a `timeout:`.
     var timeLimit: TimeLimitLink?
     /// The node of the pending generation in its concurrency limit's queue, while it waits.

@@ -61,6 +61,7 @@ extension TaskRegistry {
     ///   - identity: computes the identity, synchronously, on the loop thread.
     ///   - priority: as for `task(_:name:id:…)`.
     ///   - debounce: as for `task(_:name:id:…)`.
+    ///   - maxWait: as for `task(_:name:id:…)`.
     ///   - throttle: as for `task(_:name:id:…)`.
     ///   - policy: as for `task(_:name:id:…)`.
     ///   - progressDelay: as for `task(_:name:id:…)`.
@@ -80,6 +81,7 @@ extension TaskRegistry {
         tracking identity: @escaping () -> ID,
         priority: TaskPriority = TaskOptionDefaults.priority,
         debounce: Duration = TaskOptionDefaults.debounce,
+        maxWait: Duration? = TaskOptionDefaults.maxWait,
         throttle: Duration = TaskOptionDefaults.throttle,
         policy: RestartPolicy = TaskOptionDefaults.policy,
         progressDelay: Duration? = TaskOptionDefaults.progressDelay,
@@ -92,7 +94,8 @@ extension TaskRegistry {
         action: @escaping ObservedTaskAction<ID>
     ) throws(RegistryError) {
         let values = try TaskOptions.Values(
-            priority: priority, policy: policy, debounce: debounce, throttle: throttle, progressDelay: progressDelay,
+            priority: priority, policy: policy, debounce: debounce, maxWait: maxWait, throttle: throttle,
+            progressDelay: progressDelay,
             timeout: timeout, limit: limit, retry: retry, staleAfter: staleAfter, refreshEvery: refreshEvery,
             executor: executor)
         try observe(key, name: name, values: values, identity: identity) { id, run in

@@ -138,7 +138,8 @@ public struct RegistryError: Error, Hashable, Sendable, CustomStringConvertible 
     /// May be called from any thread.
     public static func invalidDuration(name: String, _ value: Duration) -> RegistryError {
         let rule =
-            name == "timeout" || name == "refreshEvery" ? "must be at least 1 nanosecond" : "must not be negative"
+            ["timeout", "refreshEvery", "maxWait"].contains(name)
+            ? "must be at least 1 nanosecond" : "must not be negative"
         return RegistryError(.invalidDuration, detail: "\(name) \(rule) (got \(value))")
     }
 

@@ -188,6 +188,11 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
     ///   - priority: the Swift task priority of the action; the loop runs higher ones first.
     ///   - debounce: start only once no new identity has arrived for this long; each change
     ///     inside the window re-arms it, and no Swift task exists until the action starts.
+    ///   - maxWait: the longest a debounce window may stay open: a window that keeps
+    ///     re-opening (a key that changes faster than `debounce`) closes at most this long
+    ///     after it first opened, and the run then has the latest identity, as lodash's
+    ///     `maxWait`. nil (the default): no bound. At least a nanosecond; without a debounce
+    ///     nothing waits, and it has no effect.
     ///   - throttle: start at most once per window; identities arriving inside it wait, and the
     ///     latest starts when the window closes.
     ///   - policy: what a new identity does to a run still in progress.
@@ -233,6 +238,7 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
         id: repeat each ID,
         priority: TaskPriority = TaskOptionDefaults.priority,
         debounce: Duration = TaskOptionDefaults.debounce,
+        maxWait: Duration? = TaskOptionDefaults.maxWait,
         throttle: Duration = TaskOptionDefaults.throttle,
         policy: RestartPolicy = TaskOptionDefaults.policy,
         progressDelay: Duration? = TaskOptionDefaults.progressDelay,
@@ -245,7 +251,8 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
         action: @escaping TaskAction
     ) throws(RegistryError) {
         let values = try TaskOptions.Values(
-            priority: priority, policy: policy, debounce: debounce, throttle: throttle, progressDelay: progressDelay,
+            priority: priority, policy: policy, debounce: debounce, maxWait: maxWait, throttle: throttle,
+            progressDelay: progressDelay,
             timeout: timeout, limit: limit, retry: retry, staleAfter: staleAfter, refreshEvery: refreshEvery,
             executor: executor)
         try declare(

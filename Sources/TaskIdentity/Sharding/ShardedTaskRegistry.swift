@@ -144,7 +144,7 @@ public final class ShardedTaskRegistry<Key: Hashable & Sendable>: Sendable {
         #endif
     }
 
-    /// Declares a task on the key's shard; see `TaskRegistry.task(_:name:id:priority:debounce:throttle:policy:progressDelay:timeout:limit:retry:staleAfter:refreshEvery:executor:action:)`.
+    /// Declares a task on the key's shard; see `TaskRegistry.task(_:name:id:priority:debounce:maxWait:throttle:policy:progressDelay:timeout:limit:retry:staleAfter:refreshEvery:executor:action:)`.
     ///
     /// - Throws: `RegistryError`.
     public func task<each ID: Hashable & Sendable>(
@@ -153,6 +153,7 @@ public final class ShardedTaskRegistry<Key: Hashable & Sendable>: Sendable {
         id: repeat each ID,
         priority: TaskPriority = TaskOptionDefaults.priority,
         debounce: Duration = TaskOptionDefaults.debounce,
+        maxWait: Duration? = TaskOptionDefaults.maxWait,
         throttle: Duration = TaskOptionDefaults.throttle,
         policy: RestartPolicy = TaskOptionDefaults.policy,
         progressDelay: Duration? = TaskOptionDefaults.progressDelay,
@@ -165,7 +166,8 @@ public final class ShardedTaskRegistry<Key: Hashable & Sendable>: Sendable {
         action: @escaping TaskAction
     ) throws(RegistryError) {
         try shard(for: key).task(
-            key, name: name, id: repeat each id, priority: priority, debounce: debounce, throttle: throttle,
+            key, name: name, id: repeat each id, priority: priority, debounce: debounce, maxWait: maxWait,
+            throttle: throttle,
             policy: policy, progressDelay: progressDelay, timeout: timeout, limit: limit, retry: retry,
             staleAfter: staleAfter, refreshEvery: refreshEvery,
             executor: executor,

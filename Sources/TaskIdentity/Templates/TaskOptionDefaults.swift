@@ -10,6 +10,8 @@ public enum TaskOptionDefaults {
     @inlinable public static var priority: TaskPriority { .userInitiated }
     /// No debounce: a declaration starts at once (in the loop turn's start pass).
     @inlinable public static var debounce: Duration { .zero }
+    /// No bound on a debounce window that keeps re-opening.
+    @inlinable public static var maxWait: Duration? { nil }
     /// No throttle.
     @inlinable public static var throttle: Duration { .zero }
     /// A new identity cancels the run in progress, as SwiftUI's `.task(id:)` does.

@@ -26,7 +26,7 @@ final class TaskOptions: @unchecked Sendable {
         @usableFromInline var sharesRuns: Bool
         /// A run's time limit, from its start; nil for none.
         @usableFromInline var timeout: Duration?
-        /// The number of the retry policy, `staleAfter` and `refreshEvery` (`RareOptions`), 0
+        /// The number of the retry policy, `staleAfter`, `refreshEvery` and `maxWait` (`RareOptions`), 0
         /// when none is set: four bytes, in the padding after `timeout`'s tag (see the order
         /// above).
         @usableFromInline var rareNumber: UInt32
@@ -44,7 +44,8 @@ final class TaskOptions: @unchecked Sendable {
         ///   under a nanosecond.
         @inlinable
         init(
-            priority: TaskPriority, policy: RestartPolicy, debounce: Duration, throttle: Duration,
+            priority: TaskPriority, policy: RestartPolicy, debounce: Duration,
+            maxWait: Duration? = TaskOptionDefaults.maxWait, throttle: Duration,
             progressDelay: Duration?, timeout: Duration? = TaskOptionDefaults.timeout,
             limit: ConcurrencyLimit? = TaskOptionDefaults.limit,
             retry: RetryPolicy? = TaskOptionDefaults.retry,
@@ -76,10 +77,12 @@ final class TaskOptions: @unchecked Sendable {
             if let refreshEvery, refreshEvery < .nanoseconds(1) {
                 throw RegistryError.invalidDuration(name: "refreshEvery", refreshEvery)
             }
+            if let maxWait, maxWait < .nanoseconds(1) { throw RegistryError.invalidDuration(name: "maxWait", maxWait) }
             // Tested here, inline: a declaration without these options makes no call.
             self.rareNumber =
-                retry == nil && staleAfter == nil && refreshEvery == nil
-                ? 0 : RareOptions.number(retry: retry, staleAfter: staleAfter, refreshEvery: refreshEvery)
+                retry == nil && staleAfter == nil && refreshEvery == nil && maxWait == nil
+                ? 0
+                : RareOptions.number(retry: retry, staleAfter: staleAfter, refreshEvery: refreshEvery, maxWait: maxWait)
             self.synchronousDelay = synchronousDelay
             self.executor = executor
         }
@@ -91,6 +94,10 @@ final class TaskOptions: @unchecked Sendable {
     /// `values`' `staleAfter` and `refreshEvery`, in nanoseconds, if set.
     let staleAfterNanoseconds: UInt64?
     let refreshEveryNanoseconds: UInt64?
+    /// `values`' `maxWait` in nanoseconds, 0 for none (or no debounce: nothing to bound).
+    let maxWaitNanoseconds: UInt64
+    /// The queue of the debounce windows' bounds (`maxWait`), if there is one.
+    let maxWaitQueue: DeadlineQueue<MaxWaitEntry>?
     /// `values`' concurrency limit, if it names one.
     var limit: ConcurrencyLimit? { ConcurrencyLimit(bits: values.limitBits) }
     /// `values` in nanoseconds.
@@ -116,8 +123,9 @@ final class TaskOptions: @unchecked Sendable {
     init(
         values: Values, debounceWindows: DebounceWindows?, progressQueue: DeadlineQueue<ProgressEntry>?,
         synchronousQueue: DeadlineQueue<SynchronousRunEntry>?, timeLimits: TimeLimits?, limitQueue: LimitQueue?,
-        template: AnyObject?
+        maxWaitQueue: DeadlineQueue<MaxWaitEntry>? = nil, template: AnyObject?
     ) {
+        self.maxWaitQueue = maxWaitQueue
         self.template = template
         self.values = values
         self.debounceNanoseconds = UInt64(values.debounce.clampedNanoseconds)
@@ -133,5 +141,6 @@ final class TaskOptions: @unchecked Sendable {
         self.retry = rare?.retry
         self.staleAfterNanoseconds = rare?.staleAfter.map { UInt64($0.clampedNanoseconds) }
         self.refreshEveryNanoseconds = rare?.refreshEvery.map { UInt64($0.clampedNanoseconds) }
+        self.maxWaitNanoseconds = maxWaitQueue?.delayNanoseconds ?? 0
     }
 }

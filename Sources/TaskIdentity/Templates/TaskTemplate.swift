@@ -27,6 +27,8 @@ public final class TaskTemplate<Key: Hashable & Sendable>: Sendable {
     ///   - name: which of a slot's tasks the template declares (default `.main`).
     ///   - priority: the Swift task priority of the action.
     ///   - debounce: start only once no new identity has arrived for this long.
+    ///   - maxWait: close a debounce window that keeps re-opening at most this long after it
+    ///     first opened (nil: never); the run then has the latest identity.
     ///   - throttle: start at most once per window; the latest identity starts when it closes.
     ///   - policy: what a new identity does to a run still in progress.
     ///   - progressDelay: turn the run's progress signal on only after this long.
@@ -52,6 +54,7 @@ public final class TaskTemplate<Key: Hashable & Sendable>: Sendable {
         name: TaskName = .main,
         priority: TaskPriority = TaskOptionDefaults.priority,
         debounce: Duration = TaskOptionDefaults.debounce,
+        maxWait: Duration? = TaskOptionDefaults.maxWait,
         throttle: Duration = TaskOptionDefaults.throttle,
         policy: RestartPolicy = TaskOptionDefaults.policy,
         progressDelay: Duration? = TaskOptionDefaults.progressDelay,
@@ -66,7 +69,8 @@ public final class TaskTemplate<Key: Hashable & Sendable>: Sendable {
     ) throws(RegistryError) {
         self.name = name
         self.values = try TaskOptions.Values(
-            priority: priority, policy: policy, debounce: debounce, throttle: throttle, progressDelay: progressDelay,
+            priority: priority, policy: policy, debounce: debounce, maxWait: maxWait, throttle: throttle,
+            progressDelay: progressDelay,
             timeout: timeout, limit: limit, retry: retry, staleAfter: staleAfter, refreshEvery: refreshEvery,
             sharesRuns: sharesRuns,
             executor: executor)
@@ -102,6 +106,7 @@ public final class TaskTemplate<Key: Hashable & Sendable>: Sendable {
     /// - Parameters:
     ///   - name: which of a slot's tasks the template declares (default `.main`).
     ///   - debounce: as for `TaskRegistry.task(…)`.
+    ///   - maxWait: as for `TaskRegistry.task(…)`.
     ///   - throttle: as for `TaskRegistry.task(…)`.
     ///   - policy: as for `TaskRegistry.task(…)`.
     ///   - progressDelay: as for `TaskRegistry.task(…)`.
@@ -125,6 +130,7 @@ public final class TaskTemplate<Key: Hashable & Sendable>: Sendable {
     public static func synchronous(
         name: TaskName = .main,
         debounce: Duration = TaskOptionDefaults.debounce,
+        maxWait: Duration? = TaskOptionDefaults.maxWait,
         throttle: Duration = TaskOptionDefaults.throttle,
         policy: RestartPolicy = TaskOptionDefaults.policy,
         progressDelay: Duration? = TaskOptionDefaults.progressDelay,
@@ -137,7 +143,8 @@ public final class TaskTemplate<Key: Hashable & Sendable>: Sendable {
         action: @escaping @Sendable (Key, TaskContext) throws -> Void
     ) throws(RegistryError) -> TaskTemplate<Key> {
         let values = try TaskOptions.Values(
-            priority: TaskOptionDefaults.priority, policy: policy, debounce: debounce, throttle: throttle,
+            priority: TaskOptionDefaults.priority, policy: policy, debounce: debounce, maxWait: maxWait,
+            throttle: throttle,
             progressDelay: progressDelay, timeout: timeout, limit: limit, retry: retry, staleAfter: staleAfter,
             refreshEvery: refreshEvery, synchronousDelay: delay)
         return TaskTemplate(

@@ -28,6 +28,8 @@ public final class TypedTaskTemplate<Key: Hashable & Sendable, ID: Hashable & Se
     ///   - name: which of a slot's tasks the template declares (default `.main`).
     ///   - priority: the Swift task priority of the action.
     ///   - debounce: start only once no new identity has arrived for this long.
+    ///   - maxWait: close a debounce window that keeps re-opening at most this long after it
+    ///     first opened (nil: never); the run then has the latest identity.
     ///   - throttle: start at most once per window.
     ///   - policy: what a new identity does to a run still in progress.
     ///   - progressDelay: turn the run's progress signal on only if it is still running after
@@ -46,6 +48,7 @@ public final class TypedTaskTemplate<Key: Hashable & Sendable, ID: Hashable & Se
         name: TaskName = .main,
         priority: TaskPriority = TaskOptionDefaults.priority,
         debounce: Duration = TaskOptionDefaults.debounce,
+        maxWait: Duration? = TaskOptionDefaults.maxWait,
         throttle: Duration = TaskOptionDefaults.throttle,
         policy: RestartPolicy = TaskOptionDefaults.policy,
         progressDelay: Duration? = TaskOptionDefaults.progressDelay,
@@ -59,7 +62,7 @@ public final class TypedTaskTemplate<Key: Hashable & Sendable, ID: Hashable & Se
         action: nonisolated(nonsending) @escaping @Sendable (Key, ID, TaskContext) async throws -> Void
     ) throws(RegistryError) {
         let template = try TaskTemplate<Key>(
-            name: name, priority: priority, debounce: debounce, throttle: throttle, policy: policy,
+            name: name, priority: priority, debounce: debounce, maxWait: maxWait, throttle: throttle, policy: policy,
             progressDelay: progressDelay, timeout: timeout, limit: limit, retry: retry, staleAfter: staleAfter,
             refreshEvery: refreshEvery, sharesRuns: sharesRuns, executor: executor
         ) { key, context in
@@ -78,6 +81,7 @@ public final class TypedTaskTemplate<Key: Hashable & Sendable, ID: Hashable & Se
     public static func synchronous(
         name: TaskName = .main,
         debounce: Duration = TaskOptionDefaults.debounce,
+        maxWait: Duration? = TaskOptionDefaults.maxWait,
         throttle: Duration = TaskOptionDefaults.throttle,
         policy: RestartPolicy = TaskOptionDefaults.policy,
         progressDelay: Duration? = TaskOptionDefaults.progressDelay,
@@ -90,7 +94,8 @@ public final class TypedTaskTemplate<Key: Hashable & Sendable, ID: Hashable & Se
         action: @escaping @Sendable (Key, ID, TaskContext) throws -> Void
     ) throws(RegistryError) -> TypedTaskTemplate<Key, ID> {
         let template = try TaskTemplate<Key>.synchronous(
-            name: name, debounce: debounce, throttle: throttle, policy: policy, progressDelay: progressDelay,
+            name: name, debounce: debounce, maxWait: maxWait, throttle: throttle, policy: policy,
+            progressDelay: progressDelay,
             timeout: timeout, limit: limit, retry: retry, staleAfter: staleAfter, refreshEvery: refreshEvery,
             after: delay
         ) { key, context in

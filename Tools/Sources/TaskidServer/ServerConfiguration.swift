@@ -44,6 +44,8 @@ package struct ServerConfiguration: Sendable, Equatable {
     package var port = 6380
     package var loops = 1
     package var debounceMilliseconds = 0
+    /// `--max-wait-ms`: the bound of a debounce window that keeps re-opening; 0 for none.
+    package var maxWaitMilliseconds = 0
     /// Each run's time limit (`--timeout-ms`); 0 for none.
     package var timeoutMilliseconds = 0
     /// How many runs may hold a place at once on each loop (`--max-running`); 0 for no limit.

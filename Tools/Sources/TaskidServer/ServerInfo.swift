@@ -15,6 +15,7 @@ extension RegistryServer {
                 "# Server", "taskid_version:\(taskidVersion)", "tcp_port:\(port)", "tls_port:\(tlsPort)",
                 "loops:\(registry.shards.count)",
                 "work:\(configuration.work)", "debounce_ms:\(configuration.debounceMilliseconds)",
+                "max_wait_ms:\(configuration.maxWaitMilliseconds)",
                 "timeout_ms:\(configuration.timeoutMilliseconds)", "max_running:\(configuration.maxRunning)",
                 "", "# Clients", "connected_clients:\(clients)", "maxclients:\(configuration.maxClients)",
                 "", "# Memory", "used_memory:\(figures.usedBytes)", "used_memory_rss:\(figures.residentBytes)",

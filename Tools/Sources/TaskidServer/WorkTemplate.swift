@@ -44,25 +44,29 @@ package enum WorkTemplate {
         limit: ConcurrencyLimit?, claimRevisions: RunClaimRevisions
     ) throws -> TaskTemplate<ServerKey> {
         let debounce = Duration.milliseconds(configuration.debounceMilliseconds)
+        let maxWait: Duration? =
+            configuration.maxWaitMilliseconds > 0 ? .milliseconds(configuration.maxWaitMilliseconds) : nil
         let timeout: Duration? =
             configuration.timeoutMilliseconds > 0 ? .milliseconds(configuration.timeoutMilliseconds) : nil
         // The templates capture what they need, values only, so that they are `Sendable`.
         switch configuration.work {
         case .sleep(let milliseconds):
             return try .synchronous(
-                debounce: debounce, timeout: timeout, limit: limit, after: .milliseconds(milliseconds)
+                debounce: debounce, maxWait: maxWait, timeout: timeout, limit: limit, after: .milliseconds(milliseconds)
             ) {
                 key, context in
                 commit(context)
             }
         case .taskSleep(let milliseconds):
-            return try TaskTemplate<ServerKey>(debounce: debounce, timeout: timeout, limit: limit) { key, context in
+            return try TaskTemplate<ServerKey>(debounce: debounce, maxWait: maxWait, timeout: timeout, limit: limit) {
+                key, context in
                 try await context.clock.sleep(for: .milliseconds(milliseconds))
                 commit(context)
             }
         case .upstream(let host, let port):
             let limits = upstreamLimits
-            return try TaskTemplate<ServerKey>(debounce: debounce, timeout: timeout, limit: limit) { key, context in
+            return try TaskTemplate<ServerKey>(debounce: debounce, maxWait: maxWait, timeout: timeout, limit: limit) {
+                key, context in
                 // On etcd the run's fencing token goes with it (`PING <token>`), for the
                 // upstream to refuse the work of a node that has lost the key's block.
                 let token = RegistryServer.fencingToken(of: key, generation: context.generation, in: claimRevisions)

@@ -62,6 +62,11 @@ struct ServeCommand: AsyncParsableCommand {
     var debounceMilliseconds = 0
 
     @Option(
+        name: .customLong("max-wait-ms"), parsing: .unconditional,
+        help: "The longest a debounce window that keeps re-opening stays open, in milliseconds (0: no bound).")
+    var maxWaitMilliseconds = 0
+
+    @Option(
         name: .customLong("timeout-ms"),
         parsing: .unconditional,
         help: ArgumentHelp(
@@ -299,6 +304,7 @@ struct ServeCommand: AsyncParsableCommand {
         }
         try check("--loops", loops, in: 1...64)
         try check("--debounce-ms", debounceMilliseconds, in: 0...86_400_000)
+        try check("--max-wait-ms", maxWaitMilliseconds, in: 0...86_400_000)
         try check("--timeout-ms", timeoutMilliseconds, in: 0...86_400_000)
         try check("--max-running", maxRunning, in: 0...1_000_000)
         try check("--max-clients", maxClients, in: 1...1_000_000)
@@ -361,6 +367,7 @@ struct ServeCommand: AsyncParsableCommand {
             }
             configuration.loops = loops
             configuration.debounceMilliseconds = debounceMilliseconds
+            configuration.maxWaitMilliseconds = maxWaitMilliseconds
             configuration.timeoutMilliseconds = timeoutMilliseconds
             configuration.maxRunning = maxRunning
             configuration.work = work
