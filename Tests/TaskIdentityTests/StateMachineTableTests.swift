@@ -218,7 +218,7 @@ enum EventName: String, CaseIterable, Sendable {
         case .cancelByCaller:
             return describe(machine.cancelByCaller(counters: &counters))
         case .dropPending:
-            return describe(machine.dropPending(counters: &counters))
+            return describe(machine.dropPending(reason: .pendingDropped, counters: &counters))
         case .runNow:
             return describe(machine.runNow(gate: due))
         case .inheritEndingRuns:

@@ -15,10 +15,10 @@ extension RegistryCore {
     }
 
     /// `TaskRegistry.dropPending`: ends the generation of `record` that has not started.
-    func dropPending(_ record: AnyTaskRecord) {
+    func dropPending(_ record: AnyTaskRecord, reason: CancellationReason = .pendingDropped) {
         guard record.state.pending != .none else { return }
         record.identity = ForgottenIdentity()
-        carryOut(tally { record.state.dropPending(counters: &$0) }, on: record)
+        carryOut(tally { record.state.dropPending(reason: reason, counters: &$0) }, on: record)
     }
 
     /// `TaskRegistry.runNow`: starts the generation of `record` waiting out its debounce or
@@ -66,7 +66,8 @@ extension RegistryCore {
         }
         if mayHaveRareState { givePlaceBack(record, generation: generation) }
         var attempts = TaskStateMachine.Attempts.none
-        if case .failed = outcome, mayHaveRareState, let policy = record.options.retry {
+        // A graceful shutdown lets runs finish, but tries nothing again.
+        if case .failed = outcome, mayHaveRareState, !isShutDown, let policy = record.options.retry {
             attempts = self.attempts(of: record, generation: generation, policy: policy)
         }
         let gate = gate(record)

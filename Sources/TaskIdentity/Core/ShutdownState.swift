@@ -7,6 +7,9 @@ final class ShutdownState {
     /// Shutdown has begun: declarations are refused. Unchecked exclusivity: loop thread only,
     /// read on every declaration and every run's end, never across a call.
     @exclusivity(unchecked) @usableFromInline private(set) var isShutDown = false
+    /// Every task has been cancelled and removed, and the timers closed: what `shutdown()`
+    /// does last (a graceful shutdown first lets its runs finish with `isShutDown` set).
+    private(set) var isFinal = false
     private var waiters: [() -> Void] = []
     /// Runs of this registry that await `shutdown()` (in their action or a child task of it):
     /// shutdown returns once every other action has ended. A run awaiting it from several
@@ -18,6 +21,9 @@ final class ShutdownState {
 
     /// Shutdown begins.
     func begin() { isShutDown = true }
+
+    /// The tasks are removed and the timers closed.
+    func finish() { isFinal = true }
 
     /// How many runs await shutdown themselves.
     var runsAwaitingCount: Int { runsAwaiting.count }

@@ -205,6 +205,20 @@ struct SlotTable<Key: Hashable & Sendable> {
         return firsts
     }
 
+    /// Calls `body` with every record, in no particular order; `body` must not change the table.
+    /// O(n) in the records.
+    func forEachRecord(_ body: (Record) -> Void) {
+        for segment in segments {
+            for head in segment {
+                var next = head
+                while let record = next {
+                    next = record.nextInBucket
+                    body(record)
+                }
+            }
+        }
+    }
+
     /// Every slot's key, in no particular order. O(n) in the records.
     func allKeys() -> [Key] {
         var keys: [Key] = []

@@ -321,7 +321,7 @@ extension TaskStateMachine {
 
     /// The caller drops the generation that has not started (`TaskRegistry.dropPending`); a
     /// current run goes on.
-    mutating func dropPending(counters: inout RegistryCounters) -> Effects {
+    mutating func dropPending(reason: CancellationReason, counters: inout RegistryCounters) -> Effects {
         var effects = Effects()
         switch stage {
         case .removed:
@@ -330,11 +330,11 @@ extension TaskStateMachine {
             break
         case .waiting(let waiting):
             endPending(
-                wasThrottled: waiting.isThrottled, wasLimited: waiting.isStartLimited, reason: .pendingDropped,
+                wasThrottled: waiting.isThrottled, wasLimited: waiting.isStartLimited, reason: reason,
                 into: &effects, counters: &counters)
             stage = .quiet
         case .heldBesideRun(let held, let run):
-            endPending(wasThrottled: held.isThrottled, reason: .pendingDropped, into: &effects, counters: &counters)
+            endPending(wasThrottled: held.isThrottled, reason: reason, into: &effects, counters: &counters)
             stage = .running(run)
         }
         return effects

@@ -40,6 +40,10 @@ public struct RegistryConfiguration: Sendable {
     /// `traceCapacity` events, as `startTrace(capacity:)` would (at least 1). `nil` (the
     /// default) records nothing until `startTrace` is called.
     public var traceCapacity: Int?
+    /// How long runs under way may take to finish when the registry runs as a
+    /// swift-service-lifecycle `Service` and the group shuts down gracefully
+    /// (`shutdown(gracePeriod:)`); nil (the default): they are cancelled at once (`shutdown()`).
+    public var shutdownGracePeriod: Duration?
 
     #if Logging
         /// Where the registry reports what it would otherwise swallow (a declaration dropped

@@ -83,14 +83,109 @@ extension TaskRegistry {
         }
     }
 
-    /// Shuts the registry down on the loop thread (`startShutdown`, `shutdown`, the loop's
-    /// shutdown hook). Loop thread only.
-    func applyShutdown() {
+    /// Starts shutting down gracefully: from now on no run starts. Declarations (and controls)
+    /// are refused with `RegistryError.shutDown`, and every generation that has not started
+    /// (waiting out a debounce or throttle, a previous run, a concurrency limit's queue, or a
+    /// retry) ends `cancelled(.registryShutDown)` at once. Runs under way get `gracePeriod` to
+    /// finish on their own: their commits land and they end `finished` (or `failed`, without
+    /// retries). Once every run has ended, or when the grace period is over, whichever comes
+    /// first, the shutdown completes as `startShutdown()`'s: what still runs is cancelled
+    /// (`cancelled(.registryShutDown)`), every timer closes, and the phase streams end once the
+    /// last action has ended. A shutdown already under way goes on as it is.
+    ///
+    /// - Note: May be called from any thread (on a loop that has not started, the shutdown
+    ///   happens when it starts, with nothing running to wait for); `shutdown(gracePeriod:)`
+    ///   also waits for the actions to end. With a `TestLoop`, call this and advance the loop.
+    public func startShutdown(gracePeriod: Duration) {
+        if loop.inLoop {
+            applyGracefulShutdown(gracePeriod: gracePeriod)
+            return
+        }
+        if !loop.hasStarted {
+            startShutdown()
+            return
+        }
+        do { try loop.execute { [self] in self.applyGracefulShutdown(gracePeriod: gracePeriod) } } catch {
+            core.logDebug("startShutdown(gracePeriod:): the loop takes no more work (\(error))")
+        }
+    }
+
+    /// Shuts down gracefully (see `startShutdown(gracePeriod:)`) and returns once every action
+    /// has ended: at the latest `gracePeriod` after the call, plus the time the runs still under
+    /// way then take to honour their cancellation. Awaited inside one of this registry's own runs,
+    /// it does not wait for that run (as `shutdown()`).
+    ///
+    /// - Note: May be called from any task. With a `TestLoop`, call `startShutdown(gracePeriod:)`
+    ///   and advance the loop instead.
+    public func shutdown(gracePeriod: Duration) async {
+        if !loop.hasStarted {
+            startShutdown()
+            return
+        }
+        let caller = CurrentRun.marker
+        let callerIsCancelled = Task.isCancelled
+        await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
+            let work: @Sendable () -> Void = { [self] in
+                let awaitingRun = self.core.runAwaitingShutdown(caller, callerIsCancelled: callerIsCancelled)
+                self.applyGracefulShutdown(gracePeriod: gracePeriod, awaitingRun: awaitingRun)
+                // Once every action has ended: after the shutdown completed (its waiter came first).
+                self.core.whenQuiesced(awaitingRun: awaitingRun) { [self] in
+                    if self.core.shutdown.isFinal {
+                        continuation.resume()
+                    } else {
+                        self.core.whenQuiesced(awaitingRun: awaitingRun) { continuation.resume() }
+                    }
+                }
+            }
+            if loop.inLoop {
+                work()
+            } else {
+                do { try loop.execute(work) } catch { continuation.resume() }
+            }
+        }
+    }
+
+    /// The first part of a graceful shutdown, on the loop thread: nothing new starts, and the
+    /// shutdown completes (`applyShutdown`) when every run has ended or at the grace period's
+    /// end. `awaitingRun`: the run that awaits `shutdown(gracePeriod:)` itself, not waited for.
+    func applyGracefulShutdown(gracePeriod: Duration, awaitingRun: RunKey? = nil) {
         guard !core.isShutDown else { return }
         _ = posted.close(dropping: false)
         runPosted()
         core.beginShutdown()
         core.traceShutdown()
+        // An observed task would declare again on the next change: its tracking ends now.
+        for tracker in observations.values { tracker.stop() }
+        observations = [:]
+        slots.forEachRecord { core.dropPending($0, reason: .registryShutDown) }
+        core.whenQuiesced(awaitingRun: awaitingRun) { [self] in self.applyShutdown() }
+        guard !core.shutdown.isFinal else { return }
+        let clock = loop
+        do {
+            let timer = try loop.makeTimer { [weak self] in self?.applyShutdown() }
+            // A grace period of zero or less ends at once (at the loop's next timers).
+            let grace = UInt64(max(0, gracePeriod.clampedNanoseconds))
+            try timer.start(at: LoopInstant(nanoseconds: clock.now.nanoseconds &+ grace))
+            gracePeriodTimer = timer
+        } catch {
+            // The loop is shutting down: its hook completes the registry's shutdown.
+            applyShutdown()
+        }
+    }
+
+    /// Shuts the registry down on the loop thread (`startShutdown`, `shutdown`, the loop's
+    /// shutdown hook, and the end of a graceful shutdown). Loop thread only.
+    func applyShutdown() {
+        guard !core.shutdown.isFinal else { return }
+        gracePeriodTimer?.close()
+        gracePeriodTimer = nil
+        if !core.isShutDown {
+            _ = posted.close(dropping: false)
+            runPosted()
+            core.beginShutdown()
+            core.traceShutdown()
+        }
+        core.shutdown.finish()
         for first in slots.removeAllSlots() { cancelRemovedSlot(first, reason: .registryShutDown) }
         for tracker in observations.values { tracker.stop() }
         observations = [:]

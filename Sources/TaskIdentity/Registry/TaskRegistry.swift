@@ -54,6 +54,9 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
     @exclusivity(unchecked) @usableFromInline var observations: [ObserverKey: AnyIdentityTracker] = [:]
     /// Where subscriptions post the observed tasks to re-evaluate, from any thread.
     let observationInbox: ObservationInbox
+    /// The end of a graceful shutdown's grace period (`startShutdown(gracePeriod:)`), while it
+    /// runs. Loop thread only.
+    var gracePeriodTimer: (any LoopTimer)?
     /// The settings the registry was made with (see `RegistryConfiguration`).
     ///
     /// May be read from any thread.

@@ -375,6 +375,23 @@ public final class ShardedTaskRegistry<Key: Hashable & Sendable>: Sendable {
         for shard in shards { shard.startShutdown() }
     }
 
+    /// Starts shutting every shard down gracefully; see `TaskRegistry.startShutdown(gracePeriod:)`.
+    ///
+    /// May be called from any thread.
+    public func startShutdown(gracePeriod: Duration) {
+        for shard in shards { shard.startShutdown(gracePeriod: gracePeriod) }
+    }
+
+    /// Shuts every shard down gracefully, at once, and waits for their actions to end; see
+    /// `TaskRegistry.shutdown(gracePeriod:)`.
+    ///
+    /// May be called from any task.
+    public func shutdown(gracePeriod: Duration) async {
+        await withTaskGroup(of: Void.self) { group in
+            for shard in shards { group.addTask { await shard.shutdown(gracePeriod: gracePeriod) } }
+        }
+    }
+
     /// Shuts every shard down and waits for their actions to end.
     ///
     /// May be called from any task.

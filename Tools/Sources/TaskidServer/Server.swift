@@ -232,7 +232,11 @@ package final class RegistryServer: Sendable {
         {
             await memoryTask.value
         }
-        await registry.shutdown()
+        if configuration.shutdownGraceMilliseconds > 0 {
+            await registry.shutdown(gracePeriod: .milliseconds(configuration.shutdownGraceMilliseconds))
+        } else {
+            await registry.shutdown()
+        }
         // After the shutdown, so that the trace ends with it; the loops still run.
         let traceFailure: String?
         if let path = configuration.tracePath { traceFailure = await writeTrace(to: path) } else { traceFailure = nil }

@@ -46,6 +46,9 @@ package struct ServerConfiguration: Sendable, Equatable {
     package var debounceMilliseconds = 0
     /// `--max-wait-ms`: the bound of a debounce window that keeps re-opening; 0 for none.
     package var maxWaitMilliseconds = 0
+    /// `--shutdown-grace-ms`: at a stop, how long runs under way may take to finish before they
+    /// are cancelled (`shutdown(gracePeriod:)`); 0: cancelled at once.
+    package var shutdownGraceMilliseconds = 0
     /// Each run's time limit (`--timeout-ms`); 0 for none.
     package var timeoutMilliseconds = 0
     /// How many runs may hold a place at once on each loop (`--max-running`); 0 for no limit.

@@ -62,11 +62,6 @@ struct ServeCommand: AsyncParsableCommand {
     var debounceMilliseconds = 0
 
     @Option(
-        name: .customLong("max-wait-ms"), parsing: .unconditional,
-        help: "The longest a debounce window that keeps re-opening stays open, in milliseconds (0: no bound).")
-    var maxWaitMilliseconds = 0
-
-    @Option(
         name: .customLong("timeout-ms"),
         parsing: .unconditional,
         help: ArgumentHelp(
@@ -274,6 +269,8 @@ struct ServeCommand: AsyncParsableCommand {
             valueName: "yes|no"))
     var protectedMode = YesNo.yes
 
+    @OptionGroup(title: "Run control") var runControl: RunControlOptions
+
     @OptionGroup(title: "TLS") var tls: TLSOptions
 
     @OptionGroup(title: "Start on etcd") var etcdStart: EtcdStartOptions
@@ -304,7 +301,8 @@ struct ServeCommand: AsyncParsableCommand {
         }
         try check("--loops", loops, in: 1...64)
         try check("--debounce-ms", debounceMilliseconds, in: 0...86_400_000)
-        try check("--max-wait-ms", maxWaitMilliseconds, in: 0...86_400_000)
+        try check("--max-wait-ms", runControl.maxWaitMilliseconds, in: 0...86_400_000)
+        try check("--shutdown-grace-ms", runControl.shutdownGraceMilliseconds, in: 0...86_400_000)
         try check("--timeout-ms", timeoutMilliseconds, in: 0...86_400_000)
         try check("--max-running", maxRunning, in: 0...1_000_000)
         try check("--max-clients", maxClients, in: 1...1_000_000)
@@ -367,7 +365,8 @@ struct ServeCommand: AsyncParsableCommand {
             }
             configuration.loops = loops
             configuration.debounceMilliseconds = debounceMilliseconds
-            configuration.maxWaitMilliseconds = maxWaitMilliseconds
+            configuration.maxWaitMilliseconds = runControl.maxWaitMilliseconds
+            configuration.shutdownGraceMilliseconds = runControl.shutdownGraceMilliseconds
             configuration.timeoutMilliseconds = timeoutMilliseconds
             configuration.maxRunning = maxRunning
             configuration.work = work
