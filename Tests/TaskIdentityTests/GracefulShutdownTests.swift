@@ -135,6 +135,10 @@ struct GracefulShutdownTests {
         }
         for await _ in started { break }
         let shutdown = Task { await registry.shutdown(gracePeriod: .seconds(3600)) }
+        // The run is let go only once the shutdown has begun on the loop.
+        while try await Task(executorPreference: loop, operation: { try registry.isShutDown }).value == false {
+            await Task.yield()
+        }
         releaser.yield()
         await shutdown.value
         // "a" finished on its own, within the grace period: nothing was cancelled.

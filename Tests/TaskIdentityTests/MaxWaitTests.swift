@@ -122,4 +122,35 @@ struct MaxWaitTests {
         #expect(log.take() == ["t 3"])  // bound at 600 ms: ids 1, 2, 3 declared by then
         h.finish()
     }
+
+    /// Options that change between declarations: a window opened without `maxWait` is bound
+    /// from the first declaration that has it, and a bound set under earlier options never
+    /// closes a later window.
+    @Test func aBoundFollowsTheOptionsOfTheDeclarations() throws {
+        let h = RegistryHarness<String>()
+        let (loop, registry, log) = (h.loop, h.registry, h.log)
+        func declare(_ key: String, _ id: Int, maxWait: Duration?) throws {
+            try registry.task(key, id: id, debounce: .milliseconds(100), maxWait: maxWait) { context in
+                log.add("\(key) \(context.id(as: Int.self)!) at \(context.clock.now.nanoseconds / 1_000_000) ms")
+            }
+        }
+        // "late": opened without a bound at 0; bound from 80 ms, so it closes at 380 ms.
+        try declare("late", 1, maxWait: nil)
+        for id in 2...5 {
+            loop.advance(ms: 80)
+            try declare("late", id, maxWait: .milliseconds(300))
+        }
+        loop.advance(ms: 60)  // 380 ms
+        #expect(log.take() == ["late 5 at 380 ms"])
+        // "old": its first window, bound at 300 ms, closes by its debounce at 100 ms; the second,
+        // opened at 250 ms without a bound, closes by its own debounce at 350 ms, not at 300 ms.
+        try declare("old", 1, maxWait: .milliseconds(300))
+        loop.advance(ms: 250)
+        try declare("old", 2, maxWait: nil)
+        loop.advance(ms: 50)
+        #expect(log.take() == ["old 1 at 480 ms"])
+        loop.advance(ms: 100)
+        #expect(log.take() == ["old 2 at 730 ms"])
+        h.finish()
+    }
 }

@@ -45,8 +45,10 @@ extension RegistryCore {
     @inline(__always)
     func adopt(_ options: TaskOptions, for record: AnyTaskRecord) {
         if record.options !== options {
-            // Its window, if open, belongs to the old delay's list.
+            // Its window, if open, belongs to the old delay's list; a bound set under the old
+            // options (`maxWait`) is not this window's from now on.
             record.options.debounceWindows?.remove(record)
+            record.rare?.maxWaitWindow = 0
             record.options = options
         }
     }
@@ -64,7 +66,9 @@ extension RegistryCore {
         let now: UInt64? = options.debounceNanoseconds > 0 ? unretainedLoop.now.nanoseconds : nil
         // One test when `maxWait` is off: whether a window was open before this declaration.
         let boundsWindow = options.maxWaitNanoseconds != 0
-        let windowWasOpen = boundsWindow && record.state.debounceDeadline != 0
+        // Open and bounded: a window opened under options without `maxWait` gets its bound now.
+        let windowWasOpen =
+            boundsWindow && record.state.debounceDeadline != 0 && (record.rare?.maxWaitWindow ?? 0) != 0
         let gate = gate(record, now: now)
         let effects = tally {
             record.state.declare(changed: true, debounce: options.debounceNanoseconds, gate: gate, counters: &$0)

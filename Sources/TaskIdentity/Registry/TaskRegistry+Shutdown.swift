@@ -124,6 +124,13 @@ extension TaskRegistry {
         }
         let caller = CurrentRun.marker
         let callerIsCancelled = Task.isCancelled
+        if let testLoop = loop as? TestLoop, testLoop.inLoop, !testLoop.isBeingDriven, !testLoop.hasShutDown {
+            // Nothing can end while the awaiting test holds the loop: say so rather than hang.
+            preconditionFailure(
+                "BUG DETECTED: `await registry.shutdown(gracePeriod:)` on \(testLoop)'s own thread while nothing runs "
+                    + "the loop: its runs could never end, so this would wait forever. Call "
+                    + "`registry.startShutdown(gracePeriod:)`, then `loop.advance(by:)` until they have ended.")
+        }
         await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
             let work: @Sendable () -> Void = { [self] in
                 let awaitingRun = self.core.runAwaitingShutdown(caller, callerIsCancelled: callerIsCancelled)
@@ -163,10 +170,11 @@ extension TaskRegistry {
         let clock = loop
         do {
             let timer = try loop.makeTimer { [weak self] in self?.applyShutdown() }
+            // Kept before it starts: `applyShutdown` closes it, also when starting it fails.
+            gracePeriodTimer = timer
             // A grace period of zero or less ends at once (at the loop's next timers).
             let grace = UInt64(max(0, gracePeriod.clampedNanoseconds))
             try timer.start(at: LoopInstant(nanoseconds: clock.now.nanoseconds &+ grace))
-            gracePeriodTimer = timer
         } catch {
             // The loop is shutting down: its hook completes the registry's shutdown.
             applyShutdown()
