@@ -54,8 +54,7 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
     @exclusivity(unchecked) @usableFromInline var observations: [ObserverKey: AnyIdentityTracker] = [:]
     /// Where subscriptions post the observed tasks to re-evaluate, from any thread.
     let observationInbox: ObservationInbox
-    /// The end of a graceful shutdown's grace period (`startShutdown(gracePeriod:)`), while it
-    /// runs. Loop thread only.
+    /// The end of `startShutdown(gracePeriod:)`'s grace period, while it runs. Loop thread only.
     var gracePeriodTimer: (any LoopTimer)?
     /// The settings the registry was made with (see `RegistryConfiguration`).
     ///
@@ -191,11 +190,8 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
     ///   - priority: the Swift task priority of the action; the loop runs higher ones first.
     ///   - debounce: start only once no new identity has arrived for this long; each change
     ///     inside the window re-arms it, and no Swift task exists until the action starts.
-    ///   - maxWait: the longest a debounce window may stay open: a window that keeps
-    ///     re-opening (a key that changes faster than `debounce`) closes at most this long
-    ///     after it first opened, and the run then has the latest identity, as lodash's
-    ///     `maxWait`. nil (the default): no bound. At least a nanosecond; without a debounce
-    ///     nothing waits, and it has no effect.
+    ///   - maxWait: a debounce window that keeps re-opening closes at most this long after it
+    ///     first opened, with the latest identity (nil: no bound; at least a nanosecond).
     ///   - throttle: start at most once per window; identities arriving inside it wait, and the
     ///     latest starts when the window closes.
     ///   - policy: what a new identity does to a run still in progress.
