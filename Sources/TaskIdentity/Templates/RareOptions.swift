@@ -1,4 +1,4 @@
-import Synchronization
+import TaskLoopCore
 
 /// The declaration options that most tasks leave at their defaults (a retry policy, `staleAfter`,
 /// `refreshEvery`), as one value that the process numbers (`number(…)`): a declaration's options
@@ -36,5 +36,7 @@ struct RareOptions: Hashable, Sendable {
     }
 }
 
-/// Every distinct `RareOptions` declared in this process, numbered from 1.
-private let numbered = Mutex<(numbers: [RareOptions: UInt32], options: [RareOptions])>(([:], []))
+/// Every distinct `RareOptions` declared in this process, numbered from 1. A `Locked` (a pthread
+/// mutex), not `Synchronization.Mutex`: ThreadSanitizer reports false races inside the latter on
+/// this toolchain, and declarations with rare options come from many threads in the TSan tests.
+private let numbered = Locked<(numbers: [RareOptions: UInt32], options: [RareOptions])>(([:], []))
