@@ -86,6 +86,10 @@ extension RegistryCore {
         _ effects: TaskStateMachine.Effects, on record: AnyTaskRecord, endedRun: UInt64? = nil
     ) {
         if trace != nil { traceEffects(effects, on: record, endedRun: endedRun) }
+        // Before the run's task is cancelled (below), so that the action reads why.
+        if endedRun == nil, let change = effects.endedRun {
+            noteCancelled(record, change, shared: effects.cancelled == .sharedRun)
+        }
         // One test on the common path, for all the rare state that a run's end or a pending
         // generation's end releases: separate tests make this function too large to be inlined
         // into `runEnded` (about 25 instructions a W1 change).

@@ -13,7 +13,9 @@ extension RegistryCore {
         // A generation that ended, or was replaced, has no attempt left to make.
         if effects.endedRun != nil || effects.endedPending != nil { dropRetryState(rare) }
         if let ended = effects.endedRun {
-            if effects.cancelled == .sharedRun { leaveSharedRun(record, generation: ended.generation) }
+            if effects.cancelled == .sharedRun, case .cancelled(let reason) = ended.phase {
+                leaveSharedRun(record, generation: ended.generation, reason: reason)
+            }
             if rare.refresh != nil { refreshAfterEnd(record, ended) }
             dropTimeLimit(rare)
             if effects.actionNeverCalled { givePlaceBack(record, generation: ended.generation) }

@@ -50,6 +50,7 @@ extension RegistryCore {
         record.runningTask = nil
         sharedRuns.insert(run)
         record.makeRare().sharedRuns.append((generation, run))
+        noteSharedRunStarted(record, generation: generation)
     }
 
     /// The shared run under way that `record`'s pending generation would join, if any.
@@ -61,9 +62,9 @@ extension RegistryCore {
         return sharedRuns.run(for: key)
     }
 
-    /// The run `generation` of `record` was cancelled: if it is in a shared run, it leaves it,
-    /// and the last slot to leave cancels the task.
-    func leaveSharedRun(_ record: AnyTaskRecord, generation: UInt64) {
+    /// The run `generation` of `record` was cancelled for `reason`: if it is in a shared run,
+    /// it leaves it, and the last slot to leave cancels the task, for its own reason.
+    func leaveSharedRun(_ record: AnyTaskRecord, generation: UInt64, reason: CancellationReason) {
         guard let run = record.rare?.sharedRun(of: generation),
             let index = run.members.firstIndex(where: { $0.record === record && $0.generation == generation })
         else { return }
@@ -71,6 +72,8 @@ extension RegistryCore {
         guard run.members.isEmpty else { return }
         // No slot is served: the run is cancelled, and no slot joins it any more.
         sharedRuns.remove(run)
+        // Noted before the task hears of it, so that the action reads why.
+        cancellationNotes.set(reason, for: run.leader)
         run.task?.cancel()
         run.task = nil
     }

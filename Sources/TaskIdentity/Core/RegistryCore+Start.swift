@@ -106,6 +106,7 @@ extension RegistryCore {
         case nil: kind = .task  // nothing pending: the machine skips it
         }
         guard let generation = tally({ record.state.startAllowed(kind: kind, counters: &$0) }) else { return }
+        record.noteRunStarted(generation)
         if let queue = limitQueue, !joinsSharedRun {
             takePlace(record, generation: generation, in: queue)
         }
@@ -171,7 +172,8 @@ extension RegistryCore {
     /// Starts the run's Swift task, on the loop or on the task's executor, and its progress
     /// signal. Loop thread only.
     func startTask(_ record: AnyTaskRecord, generation: UInt64, _ action: @escaping TaskAction) {
-        let context = TaskContext(run: record, generation: generation, identity: record.identity)
+        let context = TaskContext(
+            run: record, generation: generation, identity: record.identity, deadline: runDeadline(record, generation))
         if let executor = record.options.values.executor.taskExecutor, executor !== loop {
             record.runningTask = startOffLoop(record, generation: generation, on: executor, context, action)
         } else {
@@ -204,7 +206,8 @@ extension RegistryCore {
     /// `startTask` for a template's action, which takes the slot's key: on the loop, the
     /// record (which knows its key's type) makes the task.
     func startKeyedTask(_ record: AnyTaskRecord, generation: UInt64, _ action: any KeyedTaskAction) {
-        let context = TaskContext(run: record, generation: generation, identity: record.identity)
+        let context = TaskContext(
+            run: record, generation: generation, identity: record.identity, deadline: runDeadline(record, generation))
         if let executor = record.options.values.executor.taskExecutor, executor !== loop {
             record.runningTask = startOffLoop(record, generation: generation, on: executor, context) { context in
                 try await context.run.callKeyed(action, context)
@@ -242,6 +245,21 @@ extension RegistryCore {
         }
     }
 
+    /// The deadline of the time limit armed for the run `generation` of `record`, in the loop
+    /// clock's nanoseconds, or 0 for none (`TaskContext.deadline`). One test on the hot path.
+    @inline(__always)
+    func runDeadline(_ record: AnyTaskRecord, _ generation: UInt64) -> UInt64 {
+        guard record.options.timeLimits != nil else { return 0 }
+        return armedDeadline(record, generation)
+    }
+
+    @inline(never)
+    func armedDeadline(_ record: AnyTaskRecord, _ generation: UInt64) -> UInt64 {
+        guard let link = record.rare?.timeLimit else { return 0 }
+        let limit = link.limits.limit(link.node)
+        return limit.generation == generation ? limit.deadline : 0
+    }
+
     func pushProgressEntry(_ record: AnyTaskRecord, generation: UInt64) {
         guard let queue = record.options.progressQueue else { return }
         let deadline = LoopInstant.nanoseconds(unretainedLoop.now.nanoseconds, plus: queue.delayNanoseconds)
@@ -253,7 +271,8 @@ extension RegistryCore {
         _ record: AnyTaskRecord, generation: UInt64, identity: any Hashable & Sendable,
         action: SynchronousTaskAction
     ) {
-        let context = TaskContext(run: record, generation: generation, identity: identity)
+        let context = TaskContext(
+            run: record, generation: generation, identity: identity, deadline: runDeadline(record, generation))
         var failure: (any Error)?
         do { try action(context) } catch { failure = error }
         // If the action cancelled its own run (a new id, a remove, shutdown), its phase was

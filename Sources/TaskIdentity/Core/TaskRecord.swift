@@ -1,3 +1,4 @@
+import Synchronization
 import TaskLoopCore
 
 /// One task of one slot: its state machine, its pending action and its running task.
@@ -19,6 +20,11 @@ class AnyTaskRecord: @unchecked Sendable {
     // read or written on every change and never accessed across a call (see docs/safety.md).
     /// The task's stages, phase and counts (see `TaskStateMachine`).
     @exclusivity(unchecked) var state = TaskStateMachine()
+    /// Whether the run of a generation is current, for `TaskContext.cancellationReason` on any
+    /// thread (see `CancellationNotes`): written on the loop thread when a run starts, is
+    /// cancelled or ends, read anywhere. In the two bytes of padding after `state`: no bigger a
+    /// record.
+    let runWord = Atomic<UInt16>(0)
     /// The low 32 bits of the slot's key's hash, set by the slot table (`SlotTable`), which
     /// compares it before the key. Here, in the padding after `state`, it costs no byte and
     /// shares the first cache line with the reference count that a chain walk touches anyway.

@@ -20,6 +20,10 @@ public struct TaskContext: Sendable {
     /// none: see there why it is not optional).
     @usableFromInline let identity: any Hashable & Sendable
 
+    /// The instant, in the loop clock's nanoseconds, at which this run's time limit cancels it;
+    /// 0 for a run without one. Set when the run starts: immutable, so any thread reads it.
+    @usableFromInline let deadlineNanoseconds: UInt64
+
     /// The identity this run was declared with: the value itself for `id: value`, a
     /// `CompoundIdentity` for `id: a, b`, `nil` for a task declared without an id.
     public var id: (any Hashable & Sendable)? {
@@ -51,10 +55,33 @@ public struct TaskContext: Sendable {
     public var clock: LoopClock { run.core.loop.clock }
 
     @usableFromInline
-    init(run: AnyTaskRecord, generation: UInt64, identity: any Hashable & Sendable) {
+    init(run: AnyTaskRecord, generation: UInt64, identity: any Hashable & Sendable, deadline: UInt64 = 0) {
         self.run = run
         self.generation = generation
         self.identity = identity
+        self.deadlineNanoseconds = deadline
+    }
+
+    /// Why this run was cancelled, or `nil` while it is not: `identityChanged` when a new
+    /// identity replaced it, `removed`, `timedOut` (its `timeout:` passed), `cancelledByCaller`
+    /// (`TaskRegistry.cancel`), `registryShutDown` (at once, or once a graceful shutdown's grace
+    /// period ran out). A shared run (`sharesRuns: true`) is cancelled only when its last slot
+    /// leaves, for that slot's reason. Set before the run's Swift task is cancelled, so an
+    /// action that sees `Task.isCancelled`, or a `withTaskCancellationHandler` handler, reads
+    /// the reason; an action that throws `CancellationError` on its own is not cancelled by the
+    /// registry, and reads `nil`. Meaningful while the run executes (its note goes with it).
+    ///
+    /// May be read from any thread, on any executor.
+    public var cancellationReason: CancellationReason? { run.cancellationReason(of: generation) }
+
+    /// The instant at which the registry cancels this run for its time limit (`timeout:`,
+    /// reason `timedOut`): the run's start plus the limit, on the loop's clock (`clock`). `nil`
+    /// for a run without a time limit, and for a synchronous action called at once (it ends
+    /// before any limit could pass). Each attempt of a retried run has its own.
+    ///
+    /// May be read from any thread, on any executor.
+    public var deadline: LoopInstant? {
+        deadlineNanoseconds == 0 ? nil : LoopInstant(nanoseconds: deadlineNanoseconds)
     }
 
     /// The identity as a concrete type, e.g. `context.id(as: URL.self)`.
