@@ -103,6 +103,6 @@ struct StateMachineDecisionTests {
         #expect(effects.cancelled == .sharedRun)
         #expect(machine.endingRuns == 1, "the slot still waits for the shared task's end")
         var own = running
-        #expect(own.cancelByCaller(counters: &counters).cancelled == .task)
+        #expect(own.cancelByCaller(counters: &counters).cancelled == .taskForAReason, "its reason is noted first")
     }
 }

@@ -273,7 +273,9 @@ enum EventName: String, CaseIterable, Sendable {
     private func describe(_ effects: TaskStateMachine.Effects) -> String {
         var tokens: [String] = []
         if effects.stopThrottleTimer { tokens.append("stopThrottle") }
-        if effects.cancelled == .task { tokens.append("cancelTask") }
+        // For a new identity or another reason (which the core notes first): the same task
+        // cancelled; the reason is endedRun's.
+        if effects.cancelled == .task || effects.cancelled == .taskForAReason { tokens.append("cancelTask") }
         if effects.cancelled == .sharedRun { tokens.append("leaveShared") }
         if effects.dropTask { tokens.append("dropTask") }
         if effects.actionNeverCalled { tokens.append("actionNeverCalled") }

@@ -86,10 +86,6 @@ extension RegistryCore {
         _ effects: TaskStateMachine.Effects, on record: AnyTaskRecord, endedRun: UInt64? = nil
     ) {
         if trace != nil { traceEffects(effects, on: record, endedRun: endedRun) }
-        // Before the run's task is cancelled (below), so that the action reads why.
-        if endedRun == nil, let change = effects.endedRun {
-            noteCancelled(record, change, shared: effects.cancelled == .sharedRun)
-        }
         // One test on the common path, for all the rare state that a run's end or a pending
         // generation's end releases: separate tests make this function too large to be inlined
         // into `runEnded` (about 25 instructions a W1 change).
@@ -98,8 +94,12 @@ extension RegistryCore {
         }
         if effects.stopThrottleTimer { stopThrottleTimer(record) }
         if effects.cancelled == .task {
+            // Before the task hears of it, so that the action reads why (`RunNotes`).
+            record.runWord.store(0, ordering: .releasing)
             record.runningTask?.cancel()
             record.runningTask = nil
+        } else if effects.cancelled != .none {
+            noteCancelled(effects, on: record)
         }
         if effects.dropTask { retireTask(record) }
         if effects.dropPendingAction { record.pendingAction = nil }

@@ -79,7 +79,7 @@ extension RegistryCore {
         }
         // The run was current until now: it ended on its own, not cancelled.
         if effects.endedRun != nil { record.noteRunEndedCurrent(generation) }
-        cancellationNotes.remove(RunKey(record: record, generation: generation))
+        runNotes.remove(RunKey(record: record, generation: generation))
         if let ended = effects.endedRun, ended.phase == .failed {
             if ended.generation == record.state.generation { keepFailure(failure, of: record) }
             // Published here, with its error; `carryOut` publishes the rest.

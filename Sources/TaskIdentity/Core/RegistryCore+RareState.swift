@@ -18,7 +18,11 @@ extension RegistryCore {
             }
             if rare.refresh != nil { refreshAfterEnd(record, ended) }
             dropTimeLimit(rare)
-            if effects.actionNeverCalled { givePlaceBack(record, generation: ended.generation) }
+            if effects.actionNeverCalled {
+                givePlaceBack(record, generation: ended.generation)
+                // No end will come for it (`runEnded`): its deadline's note goes now.
+                runNotes.remove(RunKey(record: record, generation: ended.generation))
+            }
         }
         if effects.endedPending != nil, let link = rare.limitQueued {
             rare.limitQueued = nil

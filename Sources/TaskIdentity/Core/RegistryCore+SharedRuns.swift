@@ -73,7 +73,7 @@ extension RegistryCore {
         // No slot is served: the run is cancelled, and no slot joins it any more.
         sharedRuns.remove(run)
         // Noted before the task hears of it, so that the action reads why.
-        cancellationNotes.set(reason, for: run.leader)
+        runNotes.update(run.leader) { $0.reason = reason }
         run.task?.cancel()
         run.task = nil
     }

@@ -167,13 +167,14 @@ extension RegistryCore {
         guard kind != .synchronousExecuting else { return }
         let node = list.add(record, generation: generation, now: unretainedLoop.now.nanoseconds)
         record.makeRare().timeLimit = TimeLimitLink(limits: list, node: node)
+        let deadline = list.limit(node).deadline
+        runNotes.update(RunKey(record: record, generation: generation)) { $0.deadline = deadline }
     }
 
     /// Starts the run's Swift task, on the loop or on the task's executor, and its progress
     /// signal. Loop thread only.
     func startTask(_ record: AnyTaskRecord, generation: UInt64, _ action: @escaping TaskAction) {
-        let context = TaskContext(
-            run: record, generation: generation, identity: record.identity, deadline: runDeadline(record, generation))
+        let context = TaskContext(run: record, generation: generation, identity: record.identity)
         if let executor = record.options.values.executor.taskExecutor, executor !== loop {
             record.runningTask = startOffLoop(record, generation: generation, on: executor, context, action)
         } else {
@@ -206,8 +207,7 @@ extension RegistryCore {
     /// `startTask` for a template's action, which takes the slot's key: on the loop, the
     /// record (which knows its key's type) makes the task.
     func startKeyedTask(_ record: AnyTaskRecord, generation: UInt64, _ action: any KeyedTaskAction) {
-        let context = TaskContext(
-            run: record, generation: generation, identity: record.identity, deadline: runDeadline(record, generation))
+        let context = TaskContext(run: record, generation: generation, identity: record.identity)
         if let executor = record.options.values.executor.taskExecutor, executor !== loop {
             record.runningTask = startOffLoop(record, generation: generation, on: executor, context) { context in
                 try await context.run.callKeyed(action, context)
@@ -245,21 +245,6 @@ extension RegistryCore {
         }
     }
 
-    /// The deadline of the time limit armed for the run `generation` of `record`, in the loop
-    /// clock's nanoseconds, or 0 for none (`TaskContext.deadline`). One test on the hot path.
-    @inline(__always)
-    func runDeadline(_ record: AnyTaskRecord, _ generation: UInt64) -> UInt64 {
-        guard record.options.timeLimits != nil else { return 0 }
-        return armedDeadline(record, generation)
-    }
-
-    @inline(never)
-    func armedDeadline(_ record: AnyTaskRecord, _ generation: UInt64) -> UInt64 {
-        guard let link = record.rare?.timeLimit else { return 0 }
-        let limit = link.limits.limit(link.node)
-        return limit.generation == generation ? limit.deadline : 0
-    }
-
     func pushProgressEntry(_ record: AnyTaskRecord, generation: UInt64) {
         guard let queue = record.options.progressQueue else { return }
         let deadline = LoopInstant.nanoseconds(unretainedLoop.now.nanoseconds, plus: queue.delayNanoseconds)
@@ -271,8 +256,7 @@ extension RegistryCore {
         _ record: AnyTaskRecord, generation: UInt64, identity: any Hashable & Sendable,
         action: SynchronousTaskAction
     ) {
-        let context = TaskContext(
-            run: record, generation: generation, identity: identity, deadline: runDeadline(record, generation))
+        let context = TaskContext(run: record, generation: generation, identity: identity)
         var failure: (any Error)?
         do { try action(context) } catch { failure = error }
         // If the action cancelled its own run (a new id, a remove, shutdown), its phase was

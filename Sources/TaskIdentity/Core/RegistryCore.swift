@@ -55,9 +55,9 @@ final class RegistryCore: @unchecked Sendable {
     /// @exclusivity(unchecked): loop thread only, touched on every change, and each access is
     /// one short call that reaches nothing else.
     @exclusivity(unchecked) private(set) var startPass = StartPass()
-    /// Why runs still executing were cancelled, for `TaskContext.cancellationReason` on any
-    /// thread (see `CancellationNotes`).
-    let cancellationNotes = CancellationNotes()
+    /// What the contexts of runs still executing read from any thread: why a run was
+    /// cancelled, its deadline (see `RunNotes`).
+    let runNotes = RunNotes()
     /// Where what would otherwise be swallowed is reported (see `LibraryLog`).
     let log: LibraryLog
 

@@ -21,7 +21,7 @@ class AnyTaskRecord: @unchecked Sendable {
     /// The task's stages, phase and counts (see `TaskStateMachine`).
     @exclusivity(unchecked) var state = TaskStateMachine()
     /// Whether the run of a generation is current, for `TaskContext.cancellationReason` on any
-    /// thread (see `CancellationNotes`): written on the loop thread when a run starts, is
+    /// thread (see `RunNotes`): written on the loop thread when a run starts, is
     /// cancelled or ends, read anywhere. In the two bytes of padding after `state`: no bigger a
     /// record.
     let runWord = Atomic<UInt16>(0)

@@ -51,11 +51,17 @@ extension TaskStateMachine {
         var actionNeverCalled = false
     }
 
-    /// What cancelling the current run asks of the core.
+    /// What cancelling the current run asks of the core. Each but `none` first marks the run
+    /// no longer current in its record's word (`RunNotes`).
     enum CancelledRun: UInt8 {
         case none
-        /// Its own Swift task: cancel it and drop the handle.
+        /// Its own Swift task, for a new identity: cancel it and drop the handle.
         case task
+        /// Its own Swift task, for another reason: note the reason, then as `task` (apart from
+        /// W1's path, where every cancellation is for a new identity).
+        case taskForAReason
+        /// A synchronous action executing now (it cancelled its own run): note the reason.
+        case synchronousRun
         /// A shared run (`sharedTask`): the slot leaves it, and the last to leave cancels its
         /// task.
         case sharedRun

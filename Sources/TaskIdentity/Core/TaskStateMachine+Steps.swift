@@ -71,13 +71,14 @@ extension TaskStateMachine {
         switch run.kind {
         case .task:
             endingRuns &+= 1
-            effects.cancelled = .task
+            effects.cancelled = reason == .identityChanged ? .task : .taskForAReason
         case .sharedTask:
             endingRuns &+= 1  // ends when the shared task does
             effects.cancelled = .sharedRun
         case .synchronousExecuting:
             endingRuns &+= 1  // ends when its action returns
             effects.dropTask = true
+            effects.cancelled = .synchronousRun
         case .synchronousDelayed:
             counters.runningActions &-= 1  // its action is never called
             effects.dropTask = true

@@ -20,10 +20,6 @@ public struct TaskContext: Sendable {
     /// none: see there why it is not optional).
     @usableFromInline let identity: any Hashable & Sendable
 
-    /// The instant, in the loop clock's nanoseconds, at which this run's time limit cancels it;
-    /// 0 for a run without one. Set when the run starts: immutable, so any thread reads it.
-    @usableFromInline let deadlineNanoseconds: UInt64
-
     /// The identity this run was declared with: the value itself for `id: value`, a
     /// `CompoundIdentity` for `id: a, b`, `nil` for a task declared without an id.
     public var id: (any Hashable & Sendable)? {
@@ -55,11 +51,10 @@ public struct TaskContext: Sendable {
     public var clock: LoopClock { run.core.loop.clock }
 
     @usableFromInline
-    init(run: AnyTaskRecord, generation: UInt64, identity: any Hashable & Sendable, deadline: UInt64 = 0) {
+    init(run: AnyTaskRecord, generation: UInt64, identity: any Hashable & Sendable) {
         self.run = run
         self.generation = generation
         self.identity = identity
-        self.deadlineNanoseconds = deadline
     }
 
     /// Why this run was cancelled, or `nil` while it is not: `identityChanged` when a new
@@ -81,7 +76,8 @@ public struct TaskContext: Sendable {
     ///
     /// May be read from any thread, on any executor.
     public var deadline: LoopInstant? {
-        deadlineNanoseconds == 0 ? nil : LoopInstant(nanoseconds: deadlineNanoseconds)
+        let nanoseconds = run.deadline(of: generation)
+        return nanoseconds == 0 ? nil : LoopInstant(nanoseconds: nanoseconds)
     }
 
     /// The identity as a concrete type, e.g. `context.id(as: URL.self)`.
