@@ -168,6 +168,9 @@ enum EventName: String, CaseIterable, Sendable {
     case synchronousRunDue, cancelByCaller, dropPending, runNow, inheritEndingRuns, previousRunEnded, runTimedOut
     case startAtLimitFull, startAtLimitFree, admitted, retryDue, runFailedRetrying, runFailedLastAttempt
     case lastRunIsStale, runEndKept, refreshIsDue, runIsShared
+    /// A new identity under `keepRunningDropNew`: the core asks `dropsNewIdentity`, then
+    /// calls `dropNewIdentity` (busy) or `declare` (idle).
+    case declareNewDropNew
 
     /// The machine's method the event calls.
     var method: String {
@@ -178,6 +181,7 @@ enum EventName: String, CaseIterable, Sendable {
         case .lastRunIsStale: return "isStale"
         case .runEndKept: return "keepsEnd"
         case .removeAtShutdown: return "remove"
+        case .declareNewDropNew: return "dropNewIdentity"
         default: return rawValue
         }
     }
@@ -267,6 +271,14 @@ enum EventName: String, CaseIterable, Sendable {
         case .refreshIsDue:
             let end = TaskStateMachine.RunEnd(generation: 1, at: 0)
             return machine.refreshIsDue(lastEnd: end, isShutDown: false) ? "result=true" : ""
+        case .declareNewDropNew:
+            if machine.dropsNewIdentity {
+                machine.dropNewIdentity(counters: &counters)
+                return "dropped"
+            }
+            var gate = declared
+            gate.policy = .keepRunningDropNew
+            return describe(machine.declare(changed: true, debounce: 0, gate: gate, counters: &counters))
         }
     }
 
@@ -303,6 +315,8 @@ enum StateMachineTable {
         case unchanged
         /// The rules rule the event out: the machine traps.
         case traps
+        /// A new identity dropped (`keepRunningDropNew` on a busy task): counted, nothing else.
+        case dropped
         /// "pending run gGeneration/runGeneration endingN phase [flags] | effects | counters".
         case becomes(String)
 
@@ -315,6 +329,11 @@ enum StateMachineTable {
                 counters.unchanged = 1
                 return StateMachineTable.summary(state.machine, "", counters)
             case .traps: return "traps"
+            case .dropped:
+                var counters = RegistryCounters()
+                counters.declared = 1
+                counters.dropped = 1
+                return StateMachineTable.summary(state.machine, "dropped", counters)
             case .becomes(let text): return text
             }
         }
@@ -346,9 +365,25 @@ enum StateMachineTable {
         if case .traps = rows[$0].expected { true } else { false }
     }
 
+    /// The rule of `keepRunningDropNew`, by state: a task with a run under way or a generation
+    /// waiting drops the new identity; an idle one (never declared, its last run ended, or only
+    /// cancelled runs still ending) takes it as `cancelPrevious` does; a removed one traps.
+    static func dropNewExpectation(_ state: StateName, _ event: EventName, _ byEvent: [EventName: Expected])
+        -> Expected
+    {
+        guard event == .declareNewDropNew else { return .ignored }
+        switch state {
+        case .fresh, .finished, .ending: return byEvent[.declareNew] ?? .ignored
+        case .removedInQueue, .removedEnding, .removed: return .traps
+        case .debouncing, .debouncingWhileRunning, .throttled, .awaitingPrevious, .queued, .limitQueued, .retrying,
+            .supersededInQueue, .runningTask, .runningShared, .synchronousDelayed, .synchronousExecuting:
+            return .dropped
+        }
+    }
+
     static let rows: [Row] = expectations.flatMap { state, byEvent in
         EventName.allCases.map { event in
-            Row(state: state, event: event, expected: byEvent[event] ?? .ignored)
+            Row(state: state, event: event, expected: byEvent[event] ?? dropNewExpectation(state, event, byEvent))
         }
     }
 }

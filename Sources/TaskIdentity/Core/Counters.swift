@@ -1,6 +1,7 @@
 /// The registry's counters. Every declaration that creates a generation ends in exactly one of
-/// `finished`, `failed`, `cancelled` and `coalesced`, or is still live, so that
-/// `declared == unchanged + finished + failed + cancelled + coalesced + liveGenerations`.
+/// `finished`, `failed`, `cancelled` and `coalesced`, or is still live, and one that creates
+/// none is `unchanged` or `dropped`, so that `declared == unchanged + dropped + finished +
+/// failed + cancelled + coalesced + liveGenerations`.
 ///
 /// A value type; may be used on any thread.
 public struct RegistryCounters: Hashable, Sendable, CustomStringConvertible {
@@ -57,6 +58,12 @@ public struct RegistryCounters: Hashable, Sendable, CustomStringConvertible {
     public var liveGenerations: Int = 0
     /// Generations waiting in a concurrency limit's queue now.
     public var queueLength: Int = 0
+    /// Declarations of a new identity dropped by their policy (`keepRunningDropNew`, while a
+    /// run is under way or a generation waits): no generation, nothing changed.
+    public var dropped: UInt64 = 0
+    /// Generations shed from a full concurrency limit's queue (`ConcurrencyLimit(maxQueued:)`):
+    /// they never ran, and ended `cancelled(.shed)`; each is also counted in `cancelled`.
+    public var shed: UInt64 = 0
 
     /// `declared=… started=… …` in one line, in the order and with the names of `fields`.
     public var description: String {
@@ -108,6 +115,8 @@ public struct RegistryCounters: Hashable, Sendable, CustomStringConvertible {
         Field(name: "joined", kind: .counter, keyPath: \.joinedField),
         Field(name: "queued", kind: .counter, keyPath: \.queuedField),
         Field(name: "queue_wait_ns", kind: .counter, keyPath: \.queueWaitNanosecondsField),
+        Field(name: "dropped", kind: .counter, keyPath: \.droppedField),
+        Field(name: "shed", kind: .counter, keyPath: \.shedField),
         Field(name: "live_slots", kind: .gauge, keyPath: \.liveSlotsField),
         Field(name: "running_actions", kind: .gauge, keyPath: \.runningActionsField),
         Field(name: "live_generations", kind: .gauge, keyPath: \.liveGenerationsField),
@@ -122,11 +131,13 @@ public struct RegistryCounters: Hashable, Sendable, CustomStringConvertible {
         if runningActions < 0 { return "runningActions < 0" }
         if liveSlots < 0 { return "liveSlots < 0" }
         if queueLength < 0 || queueLength > liveGenerations { return "queueLength outside 0...liveGenerations" }
-        let accounted = unchanged &+ finished &+ failed &+ cancelled &+ coalesced &+ UInt64(liveGenerations)
+        let accounted =
+            unchanged &+ dropped &+ finished &+ failed &+ cancelled &+ coalesced &+ UInt64(liveGenerations)
         if declared != accounted {
-            return "declared (\(declared)) != unchanged + finished + failed + cancelled + coalesced + liveGenerations"
-                + " (\(accounted))"
+            return "declared (\(declared)) != unchanged + dropped + finished + failed + cancelled + coalesced"
+                + " + liveGenerations (\(accounted))"
         }
+        if shed > cancelled { return "shed > cancelled" }
         if restarted > started { return "restarted > started" }
         if timedOut > cancelled { return "timedOut > cancelled" }
         return nil
@@ -158,6 +169,14 @@ public struct RegistryCounters: Hashable, Sendable, CustomStringConvertible {
     var restartedField: Int64Convertible {
         get { Int64Convertible(restarted) }
         set { restarted = newValue.uint64 }
+    }
+    var droppedField: Int64Convertible {
+        get { Int64Convertible(dropped) }
+        set { dropped = newValue.uint64 }
+    }
+    var shedField: Int64Convertible {
+        get { Int64Convertible(shed) }
+        set { shed = newValue.uint64 }
     }
     var coalescedField: Int64Convertible {
         get { Int64Convertible(coalesced) }

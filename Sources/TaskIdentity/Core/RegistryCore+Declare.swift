@@ -36,9 +36,22 @@ extension RegistryCore {
     func declareChanged(
         _ record: AnyTaskRecord, identity: consuming any Hashable & Sendable, options: TaskOptions, body: RunBody
     ) {
+        // One test of a byte on the common path (W1).
+        if options.values.policy == .keepRunningDropNew && record.state.dropsNewIdentity {
+            dropDeclaration(record, identity: identity)
+            return
+        }
         record.identity = identity
         adopt(options, for: record)
         beginGeneration(record, options: options, body: body)
+    }
+
+    /// A new identity that `keepRunningDropNew` drops: counted and traced; the task keeps its
+    /// identity, options and generations. Out of line: rare.
+    @inline(never)
+    func dropDeclaration(_ record: AnyTaskRecord, identity: any Hashable & Sendable) {
+        tally { record.state.dropNewIdentity(counters: &$0) }
+        if trace != nil { trace(record, record.state.generation, .declarationDropped(identity: identity)) }
     }
 
     /// `record` takes a declaration's `options`.

@@ -100,4 +100,21 @@ extension TaskStateMachine {
         case .waiting, .running, .heldBesideRun, .removed: return false
         }
     }
+
+    /// Whether a new identity declared under `keepRunningDropNew` is dropped: while a run is
+    /// under way (or still current though cancelled by its own action) or a generation waits,
+    /// in any stage but `quiet`.
+    var dropsNewIdentity: Bool {
+        switch stage {
+        case .quiet, .removed: return false
+        case .waiting, .running, .heldBesideRun: return true
+        }
+    }
+
+    /// A declaration of a new identity dropped (`dropsNewIdentity`): counted, nothing else.
+    mutating func dropNewIdentity(counters: inout RegistryCounters) {
+        if case .removed = stage { impossible("dropNewIdentity") }
+        counters.declared &+= 1
+        counters.dropped &+= 1
+    }
 }

@@ -108,7 +108,7 @@ extension TaskStateMachine {
         }
         let mustWait: Bool
         switch gate.policy {
-        case .cancelPrevious: mustWait = false
+        case .cancelPrevious, .keepRunningDropNew: mustWait = false
         case .awaitPrevious: mustWait = endingRuns > 0
         case .keepRunning: mustWait = run != nil || endingRuns > 0
         }

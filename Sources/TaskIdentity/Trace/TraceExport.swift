@@ -126,6 +126,10 @@ private struct TraceExport {
             instant(
                 track: track, at: event.time, name: "declared g\(generation)",
                 args: ["generation": .number(generation), "identity": .text(identity)])
+        case .declarationDropped(let value):
+            instant(
+                track: track, at: event.time, name: "dropped",
+                args: ["generation": .number(generation), "identity": .text(TraceEvent.describe(identity: value))])
         case .windowOpened(let window, let until):
             if let open = openWindow[track] { closeWindow(track: track, open, at: event.time) }
             let id = nextWindowID
