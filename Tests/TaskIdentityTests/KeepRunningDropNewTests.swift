@@ -73,7 +73,7 @@ struct KeepRunningDropNewTests {
         let counters = try registry.counters
         #expect(counters.unchanged == 1 && counters.dropped == 1)
         let trace = try registry.currentTrace()
-        #expect(trace?.lines.contains { $0.hasSuffix("dropped 2") } == true, "\(trace?.lines ?? [])")
+        #expect(trace?.lines.contains { $0.hasSuffix("g1 new identity dropped") } == true, "\(trace?.lines ?? [])")
         loop.advance(ms: 100)
         h.finish()
     }

@@ -343,6 +343,8 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
         if let existing {
             if identity.equals(existing.identity) {
                 core.declareSame(existing, options: options, body: body)
+            } else if _slowPath(values.policy == .keepRunningDropNew) && core.dropsDeclaration(existing) {
+                return
             } else {
                 core.declareChanged(existing, identity: identity.erased, options: options, body: body)
             }

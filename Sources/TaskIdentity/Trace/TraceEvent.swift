@@ -16,8 +16,8 @@ struct TraceEvent: Sendable {
         /// described only when the trace is read: recording stays a copy, not a formatting.
         case declared(identity: any Hashable & Sendable)
         /// A declaration of a new identity was dropped by its policy (`keepRunningDropNew`): no
-        /// generation began (`generation` is the task's current one).
-        case declarationDropped(identity: any Hashable & Sendable)
+        /// generation began (`generation` is the task's current one, which it kept).
+        case declarationDropped
         /// The generation started waiting out a window, until the loop time `until`.
         case windowOpened(Window, until: UInt64)
         /// The window closed: the generation went on to the start gate.
@@ -102,7 +102,7 @@ extension TraceEvent.Kind: CustomStringConvertible {
     var description: String {
         switch self {
         case .declared(let identity): return "declared \(TraceEvent.describe(identity: identity))"
-        case .declarationDropped(let identity): return "dropped \(TraceEvent.describe(identity: identity))"
+        case .declarationDropped: return "new identity dropped"
         case .windowOpened(let window, let until): return "\(window) until \(until / 1_000_000)ms"
         case .windowClosed(let window): return "\(window) closed"
         case .queued: return "queued"

@@ -126,10 +126,9 @@ private struct TraceExport {
             instant(
                 track: track, at: event.time, name: "declared g\(generation)",
                 args: ["generation": .number(generation), "identity": .text(identity)])
-        case .declarationDropped(let value):
+        case .declarationDropped:
             instant(
-                track: track, at: event.time, name: "dropped",
-                args: ["generation": .number(generation), "identity": .text(TraceEvent.describe(identity: value))])
+                track: track, at: event.time, name: "new identity dropped", args: ["generation": .number(generation)])
         case .windowOpened(let window, let until):
             if let open = openWindow[track] { closeWindow(track: track, open, at: event.time) }
             let id = nextWindowID
