@@ -20,6 +20,12 @@ final class LimitQueue {
     }
 
     let maxRunning: Int
+    /// How many generations may wait (`Int.max` for no bound), and which one a full queue
+    /// sheds (`ConcurrencyLimit.maxQueued`, `shedding`).
+    let maxQueued: Int
+    let shedding: ConcurrencyLimit.Shedding
+    /// Generations this queue shed, for `limitState(of:)`.
+    var shedCount: UInt64 = 0
     /// Runs of the limit whose action has not returned (cancelled ones included: a place is
     /// given back when the action stops, as a semaphore's would be).
     var running = 0
@@ -28,8 +34,27 @@ final class LimitQueue {
     /// In the core's list of queues to admit from at the end of this turn's start pass.
     var admissionScheduled = false
 
-    init(maxRunning: Int) {
+    init(maxRunning: Int, maxQueued: Int? = nil, shedding: ConcurrencyLimit.Shedding = .oldest) {
         self.maxRunning = maxRunning
+        self.maxQueued = maxQueued ?? .max
+        self.shedding = shedding
+    }
+
+    /// Whether a generation joining now would pass `maxQueued`.
+    var isQueueFull: Bool { maxQueued != .max && count >= maxQueued }
+
+    /// Takes out the waiter a full queue sheds for a newcomer of `priority`: the one that has
+    /// waited longest among the lowest priority queued, when that priority is not above the
+    /// newcomer's; nil when the newcomer itself is to be shed (`shedding` is `.newest`, the
+    /// queue is empty, as under `maxQueued: 0`, or every queued generation outranks it).
+    func removeOldestToShed(forNewcomerOf priority: UInt8) -> Waiter? {
+        guard shedding == .oldest, let lowest = lanes.indices.last, lanes[lowest].priority <= priority else {
+            return nil
+        }
+        let head = lanes[lowest].waiters.head
+        let waiter = lanes[lowest].waiters.remove(head)
+        if lanes[lowest].waiters.count == 0 { lanes.remove(at: lowest) }
+        return waiter
     }
 
     /// No more run of the limit may start now.

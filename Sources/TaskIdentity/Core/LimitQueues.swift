@@ -19,7 +19,7 @@ final class LimitQueues {
     /// The queue for `limit`, made on first use.
     func queue(for limit: ConcurrencyLimit) -> LimitQueue {
         if let queue = queues[limit.id] { return queue }
-        let queue = LimitQueue(maxRunning: limit.maxRunning)
+        let queue = LimitQueue(maxRunning: limit.maxRunning, maxQueued: limit.maxQueued, shedding: limit.shedding)
         queues[limit.id] = queue
         return queue
     }

@@ -19,6 +19,16 @@ extension RegistryCore {
             // changed, as the identity most likely to be kept is the one that has held longest.
             // (The node of a replaced generation went with it, in `releaseRareState`.)
             let priority = record.options.values.priority
+            if queue.isQueueFull {
+                guard let victim = queue.removeOldestToShed(forNewcomerOf: priority) else {
+                    // The newcomer is shed: it never joins.
+                    carryOut(effects, on: record)
+                    shed(record, from: queue)
+                    return true
+                }
+                victim.record.rare?.limitQueued = nil
+                shed(victim.record, from: queue)
+            }
             let node = queue.join(record, priority: priority, now: unretainedLoop.now.nanoseconds)
             record.makeRare().limitQueued = LimitQueueLink(queue: queue, priority: priority, node: node)
             if trace != nil { trace(record, record.state.generation, .queued) }
@@ -27,6 +37,15 @@ extension RegistryCore {
             if !queue.isFull { scheduleAdmission(queue) }
             return true
         }
+    }
+
+    /// A full queue sheds the generation of `record` waiting in it (or about to join it): it
+    /// ends `cancelled(.shed)` without running, counted in `shed` and `cancelled`. Its node is
+    /// already out of the queue.
+    func shed(_ record: AnyTaskRecord, from queue: LimitQueue) {
+        queue.shedCount &+= 1
+        tally { $0.shed &+= 1 }
+        dropPending(record, reason: .shed)
     }
 
     /// The run `generation` of `record` just started under `queue`'s limit: it holds a place

@@ -21,6 +21,9 @@ public enum CancellationReason: Hashable, Sendable {
     /// The run was still running when its time limit (`timeout:`) passed. The task keeps its
     /// identity, as after a failure: declaring the same id again does not run it again.
     case timedOut
+    /// A full concurrency limit's queue (`ConcurrencyLimit(maxQueued:shed:)`) shed this
+    /// generation before it started; it never ran, and its task forgot the identity.
+    case shed
 }
 
 /// The phase of a task: of its latest identity's run.

@@ -53,7 +53,7 @@ public struct RegistryError: Error, Hashable, Sendable, CustomStringConvertible 
         /// `RegistryConfiguration.postedCallLimit` was below 1.
         public static let invalidPostedCallLimit = Code(base: .invalidPostedCallLimit)
         /// A `ConcurrencyLimit` was made with a maximum below 1 or above
-        /// `ConcurrencyLimit.maxRunningLimit`.
+        /// `ConcurrencyLimit.maxRunningLimit`, or a negative `maxQueued`.
         public static let invalidConcurrencyLimit = Code(base: .invalidConcurrencyLimit)
         /// A `RetryPolicy` was made with a setting out of its range (`detail` says which).
         public static let invalidRetryPolicy = Code(base: .invalidRetryPolicy)
@@ -174,6 +174,12 @@ public struct RegistryError: Error, Hashable, Sendable, CustomStringConvertible 
             .invalidConcurrencyLimit,
             detail:
                 "a concurrency limit's maxRunning must be 1 through \(ConcurrencyLimit.maxRunningLimit) (got \(value))")
+    }
+
+    /// A `ConcurrencyLimit` was made with a negative `maxQueued`.
+    public static func invalidConcurrencyLimit(maxQueued value: Int) -> RegistryError {
+        RegistryError(
+            .invalidConcurrencyLimit, detail: "a concurrency limit's maxQueued must be 0 or more (got \(value))")
     }
 
     /// A `RetryPolicy` setting was out of its range: `rule` says which and what it takes.

@@ -15,17 +15,27 @@ public struct ConcurrencyLimitState: Hashable, Sendable, CustomStringConvertible
     /// How long the slot that has waited longest has been in the queue (loop time); nil when
     /// nothing waits.
     public let oldestWait: Duration?
+    /// How many generations may wait (`ConcurrencyLimit.maxQueued`; for a sharded registry,
+    /// every shard's added up); nil for no bound.
+    public let maxQueued: Int?
+    /// Generations the full queue shed since the registry began (`ConcurrencyLimit.shedding`).
+    public let shed: UInt64
 
-    /// `running 64/64, queued 12, oldest wait 0.25 seconds`.
+    /// `running 64/64, queued 12/100, shed 3, oldest wait 0.25 seconds`.
     public var description: String {
-        "running \(running)/\(maxRunning), queued \(queued)" + (oldestWait.map { ", oldest wait \($0)" } ?? "")
+        "running \(running)/\(maxRunning), queued \(queued)" + (maxQueued.map { "/\($0), shed \(shed)" } ?? "")
+            + (oldestWait.map { ", oldest wait \($0)" } ?? "")
     }
 
-    init(maxRunning: Int, running: Int, queued: Int, oldestWait: Duration?) {
+    init(
+        maxRunning: Int, running: Int, queued: Int, oldestWait: Duration?, maxQueued: Int? = nil, shed: UInt64 = 0
+    ) {
         self.maxRunning = maxRunning
         self.running = running
         self.queued = queued
         self.oldestWait = oldestWait
+        self.maxQueued = maxQueued
+        self.shed = shed
     }
 
     /// Two registries' states of one limit, as one: places and queues added up, the longer
@@ -34,7 +44,8 @@ public struct ConcurrencyLimitState: Hashable, Sendable, CustomStringConvertible
         let waits = [lhs.oldestWait, rhs.oldestWait].compactMap { $0 }
         return Self(
             maxRunning: lhs.maxRunning + rhs.maxRunning, running: lhs.running + rhs.running,
-            queued: lhs.queued + rhs.queued, oldestWait: waits.max())
+            queued: lhs.queued + rhs.queued, oldestWait: waits.max(),
+            maxQueued: lhs.maxQueued.flatMap { left in rhs.maxQueued.map { left + $0 } }, shed: lhs.shed + rhs.shed)
     }
 }
 
@@ -64,11 +75,13 @@ extension TaskRegistry {
 extension RegistryCore {
     func limitState(of limit: ConcurrencyLimit) -> ConcurrencyLimitState {
         guard let queue = limits.existingQueue(for: limit) else {
-            return ConcurrencyLimitState(maxRunning: limit.maxRunning, running: 0, queued: 0, oldestWait: nil)
+            return ConcurrencyLimitState(
+                maxRunning: limit.maxRunning, running: 0, queued: 0, oldestWait: nil, maxQueued: limit.maxQueued)
         }
         let now = unretainedLoop.now.nanoseconds
         return ConcurrencyLimitState(
             maxRunning: limit.maxRunning, running: queue.running, queued: queue.count,
-            oldestWait: queue.earliestSince.map { .nanoseconds(now &- $0) })
+            oldestWait: queue.earliestSince.map { .nanoseconds(now &- $0) }, maxQueued: limit.maxQueued,
+            shed: queue.shedCount)
     }
 }

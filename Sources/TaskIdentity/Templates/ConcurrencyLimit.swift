@@ -1,4 +1,5 @@
 import Synchronization
+import TaskLoopCore
 
 /// A cap on how many actions run at once: every task declared with the same limit (this value,
 /// or a copy of it) shares it, so one limit made for a backend protects it from every template
@@ -18,6 +19,18 @@ import Synchronization
 /// Each registry counts its own runs: the same limit given to two registries (or to the shards
 /// of a `ShardedTaskRegistry`) caps each of them separately.
 ///
+/// Under overload an unbounded queue grows without end, and every answer comes later. With
+/// `maxQueued:`, a generation that would join a full queue sheds one: by default the oldest
+/// queued generation (it has waited longest, and its caller has most likely given up: adaptive
+/// LIFO's reasoning), or with `shed: .newest` the newcomer itself. A shed generation never
+/// runs: it ends `cancelled(.shed)`, its task forgets the identity (declaring it again runs
+/// it), and it is counted in `RegistryCounters.shed` (and `cancelled`), traced, and shown by
+/// `limitState(of:)`. A queued generation is always its slot's newest identity (a new identity
+/// for a queued slot replaces the queued one), so no key's newest identity is ever shed in
+/// favour of an older identity of the same key. Priorities hold: the oldest generation of the
+/// lowest priority queued is shed, and a newcomer of a lower priority than every queued one is
+/// shed itself.
+///
 /// ```swift
 /// let backend = try ConcurrencyLimit(maxRunning: 64)
 /// let search = try TaskTemplate<SessionID>(debounce: .milliseconds(150), limit: backend) { session, context in
@@ -33,36 +46,81 @@ public struct ConcurrencyLimit: Hashable, Sendable, CustomStringConvertible {
     /// How many actions of the tasks declared with this limit may run at once.
     public var maxRunning: Int { Int(maxRunningBits) }
     @usableFromInline let maxRunningBits: UInt32
+    /// How many generations may wait in this limit's queue, in each registry; nil for no bound.
+    public let maxQueued: Int?
+    /// What a generation that would join a full queue sheds (with `maxQueued`).
+    public let shedding: Shedding
+
+    /// What a full queue sheds.
+    ///
+    /// A value type; may be used on any thread.
+    public enum Shedding: Hashable, Sendable, CustomStringConvertible {
+        /// The queued generation that has waited longest (of the lowest priority queued).
+        case oldest
+        /// The generation that would join: the queue keeps those already in it.
+        case newest
+
+        /// `oldest` or `newest`.
+        public var description: String {
+            switch self {
+            case .oldest: return "oldest"
+            case .newest: return "newest"
+            }
+        }
+    }
 
     /// The largest `maxRunning`.
     public static let maxRunningLimit = Int(UInt32.max)
 
     /// Makes a new limit, shared by the tasks declared with it (or with copies of it).
     ///
-    /// - Parameter maxRunning: how many actions may run at once; 1 through `maxRunningLimit`.
+    /// - Parameters:
+    ///   - maxRunning: how many actions may run at once; 1 through `maxRunningLimit`.
+    ///   - maxQueued: how many generations may wait for a place, in each registry; 0 or more,
+    ///     nil (the default) for no bound.
+    ///   - shed: what a generation that would join a full queue sheds: the `oldest` queued one
+    ///     (the default), or the `newest`, itself.
     /// - Throws: `RegistryError.invalidConcurrencyLimit` for a maximum below 1 or above
-    ///   `maxRunningLimit`.
+    ///   `maxRunningLimit`, or a negative `maxQueued`.
     /// - Note: May be called from any thread.
-    public init(maxRunning: Int) throws(RegistryError) {
+    public init(maxRunning: Int, maxQueued: Int? = nil, shed: Shedding = .oldest) throws(RegistryError) {
         guard maxRunning >= 1 && maxRunning <= Self.maxRunningLimit else { throw .invalidConcurrencyLimit(maxRunning) }
+        if let maxQueued, maxQueued < 0 { throw .invalidConcurrencyLimit(maxQueued: maxQueued) }
         maxRunningBits = UInt32(maxRunning)
+        self.maxQueued = maxQueued
+        shedding = shed
         // 2^32 limits made in one process before the numbers wrap (and two limits could meet).
         id = nextConcurrencyLimitID.add(1, ordering: .relaxed).newValue
+        if let maxQueued { queueBounds.withLock { $0[id] = (maxQueued, shed) } }
     }
 
     /// The limit as one word, never 0 (`TaskOptions.Values.limitBits`).
     @inlinable var bits: UInt64 { UInt64(id) << 32 | UInt64(maxRunningBits) }
 
     /// The limit whose `bits` these are; nil for 0.
+    /// Its bound on the queue comes from the process's table of bounded limits (a declaration's
+    /// options hold the limit as one word). Made when options are interned, not per change.
     init?(bits: UInt64) {
         guard bits != 0 else { return nil }
-        id = UInt32(truncatingIfNeeded: bits >> 32)
+        let number = UInt32(truncatingIfNeeded: bits >> 32)
+        id = number
         maxRunningBits = UInt32(truncatingIfNeeded: bits)
+        let bound = queueBounds.withLock { $0[number] }
+        maxQueued = bound?.maxQueued
+        shedding = bound?.shedding ?? .oldest
     }
 
-    /// `limit #N (maxRunning M)`.
-    public var description: String { "limit #\(id) (maxRunning \(maxRunning))" }
+    /// `limit #N (maxRunning M)`, with `maxQueued Q, shed S` when bounded.
+    public var description: String {
+        guard let maxQueued else { return "limit #\(id) (maxRunning \(maxRunning))" }
+        return "limit #\(id) (maxRunning \(maxRunning), maxQueued \(maxQueued), shed \(shedding))"
+    }
 }
+
+/// The queue bounds of the limits made with `maxQueued`, by number: a limit rebuilt from its
+/// word (`init?(bits:)`) finds its bound here. A pthread mutex (`Locked`), which
+/// ThreadSanitizer sees; limits are made on any thread.
+private let queueBounds = Locked<[UInt32: (maxQueued: Int, shedding: ConcurrencyLimit.Shedding)]>([:])
 
 /// The number the next `ConcurrencyLimit` takes.
 private let nextConcurrencyLimitID = Atomic<UInt32>(0)
