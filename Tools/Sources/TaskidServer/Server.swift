@@ -75,7 +75,11 @@ package final class RegistryServer: Sendable {
             maxConnections: configuration.upstreamMaxConnections)
         self.upstreamLimits = upstreamLimits
         registry = ShardedTaskRegistry<ServerKey>(group: group)
-        let runLimit = configuration.maxRunning > 0 ? try ConcurrencyLimit(maxRunning: configuration.maxRunning) : nil
+        let runLimit =
+            configuration.maxRunning > 0
+            ? try ConcurrencyLimit(
+                maxRunning: configuration.maxRunning, maxQueued: configuration.maxQueued,
+                shed: configuration.shedsNewest ? .newest : .oldest) : nil
         self.runLimit = runLimit
         let runClaimRevisions = group.loops.map { RunClaimRevisions((0, []), loop: $0) }
         self.runClaimRevisions = runClaimRevisions

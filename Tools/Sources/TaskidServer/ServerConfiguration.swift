@@ -53,6 +53,10 @@ package struct ServerConfiguration: Sendable, Equatable {
     package var timeoutMilliseconds = 0
     /// How many runs may hold a place at once on each loop (`--max-running`); 0 for no limit.
     package var maxRunning = 0
+    /// How many SETs may wait for a place on each loop (`--max-queued`); nil for no bound.
+    package var maxQueued: Int?
+    /// What a full queue sheds (`--shed`): the newcomer, or (false) the oldest queued.
+    package var shedsNewest = false
     package var work = ServerWork.sleep(milliseconds: 10)
     package var maxClients = 10_000
     /// How long a refused client (`--max-clients`, protected mode) may take to read its

@@ -17,6 +17,8 @@ extension RegistryServer {
                 "work:\(configuration.work)", "debounce_ms:\(configuration.debounceMilliseconds)",
                 "max_wait_ms:\(configuration.maxWaitMilliseconds)",
                 "timeout_ms:\(configuration.timeoutMilliseconds)", "max_running:\(configuration.maxRunning)",
+                "max_queued:\(configuration.maxQueued ?? -1)",
+                "shed:\(configuration.shedsNewest ? "newest" : "oldest")",
                 "", "# Clients", "connected_clients:\(clients)", "maxclients:\(configuration.maxClients)",
                 "", "# Memory", "used_memory:\(figures.usedBytes)", "used_memory_rss:\(figures.residentBytes)",
                 "mem_fragmentation_ratio:\(Self.twoDecimals(figures.fragmentationRatio))",

@@ -301,8 +301,8 @@ struct ServeCommand: AsyncParsableCommand {
         }
         try check("--loops", loops, in: 1...64)
         try check("--debounce-ms", debounceMilliseconds, in: 0...86_400_000)
-        try check("--max-wait-ms", runControl.maxWaitMilliseconds, in: 0...86_400_000)
-        try check("--shutdown-grace-ms", runControl.shutdownGraceMilliseconds, in: 0...86_400_000)
+        var ranges = ServerConfiguration()
+        try runControl.apply(to: &ranges)
         try check("--timeout-ms", timeoutMilliseconds, in: 0...86_400_000)
         try check("--max-running", maxRunning, in: 0...1_000_000)
         try check("--max-clients", maxClients, in: 1...1_000_000)
@@ -365,8 +365,7 @@ struct ServeCommand: AsyncParsableCommand {
             }
             configuration.loops = loops
             configuration.debounceMilliseconds = debounceMilliseconds
-            configuration.maxWaitMilliseconds = runControl.maxWaitMilliseconds
-            configuration.shutdownGraceMilliseconds = runControl.shutdownGraceMilliseconds
+            try runControl.apply(to: &configuration)
             configuration.timeoutMilliseconds = timeoutMilliseconds
             configuration.maxRunning = maxRunning
             configuration.work = work

@@ -55,8 +55,33 @@ struct RunLimitTests {
             try await client.send("TASK.QUEUE\r\n")
             #expect(
                 try await client.replies(1) == [
-                    #"["queued", :0, "running", :1, "max_running", :0, "oldest_wait_ms", :0]"#
+                    #"["queued", :0, "running", :1, "max_running", :0, "oldest_wait_ms", :0, "max_queued", :-1, "shed", :0]"#
                 ])
+        }
+    }
+
+    /// `--max-queued 1`: each SET that finds the queue full sheds the one that has waited
+    /// longest; the shed keys answer `cancelled(shed)`, and TASK.QUEUE and INFO count them.
+    @Test func aFullQueueShedsItsOldest() async throws {
+        try await withServer({
+            $0.work = .taskSleep(milliseconds: 600_000)
+            $0.maxRunning = 1
+            $0.maxQueued = 1
+        }) { server, clientLoop in
+            let client = TestClient(loop: clientLoop, port: server.port)
+            try await client.connect()
+            try await client.send("SET a 1\r\nSET b 1\r\n")
+            #expect(try await client.replies(2) == ["+OK", "+OK"])
+            try await waitForPhase("+waiting", of: "b", client)
+            try await client.send("SET c 1\r\nSET d 1\r\n")
+            #expect(try await client.replies(2) == ["+OK", "+OK"])
+            try await waitForPhase("+waiting", of: "d", client)
+            try await client.send("TASK.PHASE b\r\nTASK.PHASE c\r\nTASK.QUEUE\r\nINFO\r\n")
+            let replies = try await client.replies(4)
+            #expect(replies[0] == "+cancelled(shed)" && replies[1] == "+cancelled(shed)")
+            #expect(replies[2].hasPrefix(#"["queued", :1, "running", :1, "max_running", :1, "oldest_wait_ms", :"#))
+            #expect(replies[2].hasSuffix(#""max_queued", :1, "shed", :2]"#))
+            #expect(replies[3].contains("max_queued:1") && replies[3].contains("\r\nshed:2"))
         }
     }
 }
