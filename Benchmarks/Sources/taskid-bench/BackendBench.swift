@@ -7,6 +7,8 @@ import UVLoop
 /// of keystrokes with pauses between them; each keystroke is a new query for the typist's
 /// search, and a search holds one of the backend's places for its service time. Compares the
 /// registry with a concurrency limit against what a user writes by hand (docs/BENCHMARKS.md).
+/// W11 is the same world at twice what the backend serves (`--seconds 30 --search-ms 50`): a
+/// bounded queue that sheds (`limit-shed`) against the unbounded limit and the semaphore.
 struct BackendBench: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "backend",
@@ -15,6 +17,8 @@ struct BackendBench: ParsableCommand {
     enum Strategy: String, CaseIterable, ExpressibleByArgument {
         /// The registry, its template declared with a `ConcurrencyLimit` of the backend's places.
         case limit
+        /// The same limit with a bounded queue (`--max-queued`) that sheds its oldest (W11).
+        case limitShed = "limit-shed"
         /// A `[Task]` table (cancel the typist's previous task, start a new one) whose action
         /// waits on a semaphore with a plain `wait()`.
         case tableWait = "table-wait"
@@ -24,7 +28,8 @@ struct BackendBench: ParsableCommand {
         case registrySemaphore = "registry-semaphore"
     }
 
-    @Option(help: "limit, table-wait, table-cancellable or registry-semaphore.") var impl: Strategy = .limit
+    @Option(help: "limit, limit-shed, table-wait, table-cancellable or registry-semaphore.") var impl: Strategy = .limit
+    @Option(help: "limit-shed: how many searches may wait for a place before the oldest is shed.") var maxQueued = 128
     @Option(help: "Simulated typists, one slot each.") var typists = 10_000
     @Option(help: "Seconds of typing (then the queue drains).") var seconds = 10
     @Option(help: "The backend's places: searches it serves at once.") var backendPlaces = 64
@@ -85,8 +90,11 @@ struct BackendBench: ParsableCommand {
         try loop.start()
         defer { try? loop.syncShutdown() }
         let world = BackendWorld(typists: typists, places: backendPlaces, searchMs: searchMs, loop: loop)
-        let strategy = try Runner(impl, world: world)
+        let strategy = try Runner(impl, world: world, maxQueued: maxQueued)
         let measurement = Measurement()
+        // Resident memory a third of the way through the typing and at its end: flat under a
+        // bounded queue, growing under an unbounded one.
+        let third = events.count / 3
         let drainLimit = UInt64(drainSeconds) * 1_000_000_000
         let lastAt = events.last?.at ?? 0
         try runOnLoop(loop) { done in
@@ -95,10 +103,13 @@ struct BackendBench: ParsableCommand {
                 fire: { index, start in
                     // From the keystroke's planned time: a late driver shows up as latency.
                     strategy.keystroke(events[index].typist, at: start &+ events[index].at)
+                    if index & 255 == 0 { world.noteQueueDepth(strategy.waitingCount) }
+                    if index == third { world.residentAtThird = residentMiB() }
                 },
                 until: { now in world.unanswered == 0 || now > lastAt &+ drainLimit },
                 then: { strategy.stop { done() } })
         }
+        let residentAtEnd = residentMiB()
         let cpu = measurement.cpuSeconds
         var report = RunReport()
         report.add("impl", impl.rawValue)
@@ -119,6 +130,10 @@ struct BackendBench: ParsableCommand {
             report.add("queued", Int(counters.queued))
             report.add("mean_queue_wait_us", Int(counters.queueWaitNanoseconds / 1000 / counters.queued))
         }
+        report.add("shed", Int(strategy.finalCounters?.shed ?? 0))
+        report.add("queue_peak", world.queuePeak)
+        report.add("rss_third_mib", world.residentAtThird, decimals: 1)
+        report.add("rss_end_mib", residentAtEnd, decimals: 1)
         return report
     }
 
@@ -131,7 +146,7 @@ struct BackendBench: ParsableCommand {
         try loop.start()
         defer { try? loop.syncShutdown() }
         let world = BackendWorld(typists: waiting + backendPlaces, places: backendPlaces, searchMs: 1 << 30, loop: loop)
-        let strategy = try Runner(impl, world: world)
+        let strategy = try Runner(impl, world: world, maxQueued: waiting)
         let count = waiting
         let places = backendPlaces
         // The backend's places, taken by searches that do not end during the measurement.
@@ -174,6 +189,10 @@ final class BackendWorld: @unchecked Sendable {
     var inBackend = 0
     var mostInBackend = 0
     var answers = 0
+    /// The most searches seen waiting for a place (sampled every 256 keystrokes).
+    var queuePeak = 0
+    /// Resident memory (MiB) a third of the way through the typing.
+    var residentAtThird = 0.0
     let latency = LatencyRecorder()
     /// Searches at the backend, by number: the timer of each one's reply, and its caller.
     private var inFlight: [Int: (UVTimer, CheckedContinuation<Void, Never>)] = [:]
@@ -188,6 +207,8 @@ final class BackendWorld: @unchecked Sendable {
         latestAt = Array(repeating: 0, count: typists)
         answered = Array(repeating: true, count: typists)
     }
+
+    func noteQueueDepth(_ depth: Int) { queuePeak = max(queuePeak, depth) }
 
     /// A keystroke: the typist's new query.
     func type(_ typist: Int, at time: UInt64) -> Int {
@@ -260,13 +281,16 @@ final class Runner: @unchecked Sendable {
     /// side table, takes the slow path: 4% of the run's CPU), as an app's own code would.
     var declare: ((Int, Int) -> Void)?
 
-    init(_ impl: BackendBench.Strategy, world: BackendWorld) throws {
+    init(_ impl: BackendBench.Strategy, world: BackendWorld, maxQueued: Int) throws {
         self.impl = impl
         self.world = world
         semaphore = BackendSemaphore(permits: world.places)
         switch impl {
-        case .limit:
-            let limit = try ConcurrencyLimit(maxRunning: world.places)
+        case .limit, .limitShed:
+            let limit =
+                impl == .limit
+                ? try ConcurrencyLimit(maxRunning: world.places)
+                : try ConcurrencyLimit(maxRunning: world.places, maxQueued: maxQueued)
             self.limit = limit
             registry = TaskRegistry<Int>(loop: world.loop)
             template = try TypedTaskTemplate<Int, Int>(limit: limit) { typist, query, context in
