@@ -13,10 +13,14 @@ final class LimitQueue {
         let since: UInt64
     }
 
-    /// The waiters of one priority, in the order they joined.
+    /// The waiters of one priority, in the order they joined; or, under round-robin fairness,
+    /// by group, the groups in turn (`fair`, and `waiters` unused).
     struct Lane {
         let priority: UInt8
         var waiters = NodeList<Waiter>()
+        let fair: FairLane?
+
+        var count: Int { fair?.count ?? waiters.count }
     }
 
     let maxRunning: Int
@@ -24,6 +28,8 @@ final class LimitQueue {
     /// sheds (`ConcurrencyLimit.maxQueued`, `shedding`).
     let maxQueued: Int
     let shedding: ConcurrencyLimit.Shedding
+    /// Round-robin shares among groups of keys (`ConcurrencyLimit.fairness`), if any.
+    let fairness: ConcurrencyLimit.Fairness?
     /// Generations this queue shed, for `limitState(of:)`.
     var shedCount: UInt64 = 0
     /// Runs of the limit whose action has not returned (cancelled ones included: a place is
@@ -34,10 +40,14 @@ final class LimitQueue {
     /// In the core's list of queues to admit from at the end of this turn's start pass.
     var admissionScheduled = false
 
-    init(maxRunning: Int, maxQueued: Int? = nil, shedding: ConcurrencyLimit.Shedding = .oldest) {
+    init(
+        maxRunning: Int, maxQueued: Int? = nil, shedding: ConcurrencyLimit.Shedding = .oldest,
+        fairness: ConcurrencyLimit.Fairness? = nil
+    ) {
         self.maxRunning = maxRunning
         self.maxQueued = maxQueued ?? .max
         self.shedding = shedding
+        self.fairness = fairness
     }
 
     /// Whether a generation joining now would pass `maxQueued`.
@@ -51,6 +61,11 @@ final class LimitQueue {
         guard shedding == .oldest, let lowest = lanes.indices.last, lanes[lowest].priority <= priority else {
             return nil
         }
+        if let fair = lanes[lowest].fair {
+            let waiter = fair.removeOldest()
+            if fair.count == 0 { lanes.remove(at: lowest) }
+            return waiter
+        }
         let head = lanes[lowest].waiters.head
         let waiter = lanes[lowest].waiters.remove(head)
         if lanes[lowest].waiters.count == 0 { lanes.remove(at: lowest) }
@@ -62,20 +77,32 @@ final class LimitQueue {
     /// No node is queued.
     var isEmpty: Bool { lanes.isEmpty }
     /// Generations queued.
-    var count: Int { lanes.reduce(0) { $0 + $1.waiters.count } }
+    var count: Int { lanes.reduce(0) { $0 + $1.count } }
 
-    /// Queues `record` last among the waiters of `priority`, and returns its node's number.
-    func join(_ record: AnyTaskRecord, priority: UInt8, now: UInt64) -> UInt32 {
+    /// Queues `record` last among the waiters of `priority` (of its group, under fairness), and
+    /// returns where it is.
+    func join(_ record: AnyTaskRecord, priority: UInt8, now: UInt64) -> LimitQueueLink {
         let index = lanes.firstIndex { $0.priority <= priority } ?? lanes.endIndex
         if index == lanes.endIndex || lanes[index].priority != priority {
-            lanes.insert(Lane(priority: priority), at: index)
+            lanes.insert(Lane(priority: priority, fair: fairness.map { _ in FairLane() }), at: index)
         }
-        return lanes[index].waiters.append(Waiter(record: record, since: now))
+        let waiter = Waiter(record: record, since: now)
+        if let fair = lanes[index].fair, let fairness {
+            let (group, number) = fair.append(waiter, group: fairness.group(record.traceKey))
+            return LimitQueueLink(queue: self, priority: priority, node: number, group: group)
+        }
+        return LimitQueueLink(queue: self, priority: priority, node: lanes[index].waiters.append(waiter), group: nil)
     }
 
-    /// Takes the node `node` of `priority` out of the queue.
-    func leave(priority: UInt8, node: UInt32) {
+    /// Takes the waiter at `link` out of the queue.
+    func leave(_ link: LimitQueueLink) {
+        let (priority, node) = (link.priority, link.node)
         guard let index = lanes.firstIndex(where: { $0.priority == priority }) else { return }
+        if let fair = lanes[index].fair, let group = link.group {
+            fair.remove(node, from: group)
+            if fair.count == 0 { lanes.remove(at: index) }
+            return
+        }
         let emptied = lanes.withUnsafeMutableBufferPointer { lanes in
             // In place: through the array's subscript, the list's chunks were retained and
             // released on every call (2% of W9's CPU).
@@ -88,6 +115,11 @@ final class LimitQueue {
     /// Takes out the first waiter of the highest priority, if any.
     func removeHead() -> Waiter? {
         guard !lanes.isEmpty else { return nil }
+        if let fair = lanes[0].fair {
+            let waiter = fair.removeHead()
+            if fair.count == 0 { lanes.removeFirst() }
+            return waiter
+        }
         let head = lanes[0].waiters.head
         let waiter = lanes[0].waiters.remove(head)
         if lanes[0].waiters.count == 0 { lanes.removeFirst() }
@@ -96,7 +128,9 @@ final class LimitQueue {
 
     /// When the generation that has waited longest joined, or nil for an empty queue.
     var earliestSince: UInt64? {
-        lanes.lazy.map { lane in lane.waiters.withPayload(lane.waiters.head) { $0.since } }.min()
+        lanes.lazy.compactMap { lane in
+            lane.fair.map(\.earliestSince) ?? lane.waiters.withPayload(lane.waiters.head) { $0.since }
+        }.min()
     }
 
     /// Drops every waiter (shutdown, after every record was removed).
@@ -108,9 +142,15 @@ final class LimitQueue {
     func brokenInvariant() -> String? {
         var previous: UInt8?
         for lane in lanes {
-            if lane.waiters.count == 0 { return "an empty lane for priority \(lane.priority)" }
+            if lane.count == 0 { return "an empty lane for priority \(lane.priority)" }
             if let previous, previous <= lane.priority { return "lanes out of priority order" }
             previous = lane.priority
+            if let fair = lane.fair {
+                if fair.allWaiters.contains(where: { $0.record.state.pending != .startLimited }) {
+                    return "a fair lane's waiter is not queued"
+                }
+                continue
+            }
             var lastSince: UInt64 = 0
             let fault = lane.waiters.brokenInvariant { number, waiter in
                 defer { lastSince = waiter.since }
@@ -123,9 +163,11 @@ final class LimitQueue {
     }
 }
 
-/// Where a queued record's node is: its limit's queue, the lane's priority, the node.
+/// Where a queued record's node is: its limit's queue, the lane's priority, the node (under
+/// fairness, its group and its number there).
 struct LimitQueueLink {
     let queue: LimitQueue
     let priority: UInt8
     let node: UInt32
+    let group: FairLane.Group?
 }

@@ -19,7 +19,9 @@ final class LimitQueues {
     /// The queue for `limit`, made on first use.
     func queue(for limit: ConcurrencyLimit) -> LimitQueue {
         if let queue = queues[limit.id] { return queue }
-        let queue = LimitQueue(maxRunning: limit.maxRunning, maxQueued: limit.maxQueued, shedding: limit.shedding)
+        let queue = LimitQueue(
+            maxRunning: limit.maxRunning, maxQueued: limit.maxQueued, shedding: limit.shedding,
+            fairness: limit.fairness)
         queues[limit.id] = queue
         return queue
     }

@@ -29,8 +29,7 @@ extension RegistryCore {
                 victim.record.rare?.limitQueued = nil
                 shed(victim.record, from: queue)
             }
-            let node = queue.join(record, priority: priority, now: unretainedLoop.now.nanoseconds)
-            record.makeRare().limitQueued = LimitQueueLink(queue: queue, priority: priority, node: node)
+            record.makeRare().limitQueued = queue.join(record, priority: priority, now: unretainedLoop.now.nanoseconds)
             if trace != nil { trace(record, record.state.generation, .queued) }
             carryOut(effects, on: record)
             // Others were queued ahead of it, but a place is free: the head starts this turn.

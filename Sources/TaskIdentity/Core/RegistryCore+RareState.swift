@@ -26,7 +26,7 @@ extension RegistryCore {
         }
         if effects.endedPending != nil, let link = rare.limitQueued {
             rare.limitQueued = nil
-            link.queue.leave(priority: link.priority, node: link.node)
+            link.queue.leave(link)
         }
     }
 

@@ -80,10 +80,15 @@ public struct ConcurrencyLimit: Hashable, Sendable, CustomStringConvertible {
     ///     nil (the default) for no bound.
     ///   - shed: what a generation that would join a full queue sheds: the `oldest` queued one
     ///     (the default), or the `newest`, itself.
+    ///   - fairness: how the queue shares the places among groups of keys: nil (the default)
+    ///     for none, one queue in order of arrival; `.roundRobin(by:)` to serve each group in
+    ///     turn, each group's generations in their own order.
     /// - Throws: `RegistryError.invalidConcurrencyLimit` for a maximum below 1 or above
     ///   `maxRunningLimit`, or a negative `maxQueued`.
     /// - Note: May be called from any thread.
-    public init(maxRunning: Int, maxQueued: Int? = nil, shed: Shedding = .oldest) throws(RegistryError) {
+    public init(
+        maxRunning: Int, maxQueued: Int? = nil, shed: Shedding = .oldest, fairness: Fairness? = nil
+    ) throws(RegistryError) {
         guard maxRunning >= 1 && maxRunning <= Self.maxRunningLimit else { throw .invalidConcurrencyLimit(maxRunning) }
         if let maxQueued, maxQueued < 0 { throw .invalidConcurrencyLimit(maxQueued: maxQueued) }
         maxRunningBits = UInt32(maxRunning)
@@ -91,8 +96,14 @@ public struct ConcurrencyLimit: Hashable, Sendable, CustomStringConvertible {
         shedding = shed
         // 2^32 limits made in one process before the numbers wrap (and two limits could meet).
         id = nextConcurrencyLimitID.add(1, ordering: .relaxed).newValue
-        if let maxQueued { queueBounds.withLock { $0[id] = (maxQueued, shed) } }
+        if maxQueued != nil || fairness != nil {
+            limitSettings.withLock { $0[id] = Settings(maxQueued: maxQueued, shedding: shed, fairness: fairness) }
+        }
     }
+
+    /// The fairness this limit was made with, if any (not part of its value: a closure is
+    /// neither equatable nor hashable; copies of a limit share it). May be read from any thread.
+    public var fairness: Fairness? { limitSettings.withLock { $0[id]?.fairness } }
 
     /// The limit as one word, never 0 (`TaskOptions.Values.limitBits`).
     @inlinable var bits: UInt64 { UInt64(id) << 32 | UInt64(maxRunningBits) }
@@ -105,9 +116,9 @@ public struct ConcurrencyLimit: Hashable, Sendable, CustomStringConvertible {
         let number = UInt32(truncatingIfNeeded: bits >> 32)
         id = number
         maxRunningBits = UInt32(truncatingIfNeeded: bits)
-        let bound = queueBounds.withLock { $0[number] }
-        maxQueued = bound?.maxQueued
-        shedding = bound?.shedding ?? .oldest
+        let settings = limitSettings.withLock { $0[number] }
+        maxQueued = settings?.maxQueued
+        shedding = settings?.shedding ?? .oldest
     }
 
     /// `limit #N (maxRunning M)`, with `maxQueued Q, shed S` when bounded.
@@ -117,10 +128,47 @@ public struct ConcurrencyLimit: Hashable, Sendable, CustomStringConvertible {
     }
 }
 
-/// The queue bounds of the limits made with `maxQueued`, by number: a limit rebuilt from its
-/// word (`init?(bits:)`) finds its bound here. A pthread mutex (`Locked`), which
-/// ThreadSanitizer sees; limits are made on any thread.
-private let queueBounds = Locked<[UInt32: (maxQueued: Int, shedding: ConcurrencyLimit.Shedding)]>([:])
+/// How a limit made with `maxQueued` or `fairness` queues, by the limit's number: a limit
+/// rebuilt from its word (`init?(bits:)`), and a registry making the limit's queue, find it
+/// here. A pthread mutex (`Locked`), which ThreadSanitizer sees; limits are made on any thread.
+private let limitSettings = Locked<[UInt32: ConcurrencyLimit.Settings]>([:])
+
+extension ConcurrencyLimit {
+    /// What `limitSettings` keeps of one limit.
+    struct Settings {
+        let maxQueued: Int?
+        let shedding: Shedding
+        let fairness: Fairness?
+    }
+
+    /// How a limit's queue shares the places among groups of keys.
+    ///
+    /// Immutable; may be used on any thread.
+    public struct Fairness: Sendable {
+        /// The group of a slot's key.
+        let group: @Sendable (any Hashable & Sendable) -> AnyHashable
+
+        /// Round-robin shares: the queue serves the groups that have generations waiting in turn,
+        /// one generation each, and each group's generations in their own order (by priority,
+        /// then by arrival). One tenant's burst then waits behind itself, not in front of the
+        /// others: a quiet tenant's run starts within one turn of the groups. `group` is called
+        /// on the loop thread once per queued generation, with the slot's key; it must not
+        /// block. A registry whose key type is not `Key` puts every key of it in one group.
+        ///
+        /// - Note: May be called from any thread.
+        public static func roundRobin<Key: Hashable & Sendable, Group: Hashable & Sendable>(
+            by group: @escaping @Sendable (Key) -> Group
+        ) -> Fairness {
+            Fairness { key in
+                guard let key = key as? Key else { return AnyHashable(OtherKeyType()) }
+                return AnyHashable(group(key))
+            }
+        }
+    }
+
+    /// The one group of the keys of a registry whose key type a fairness does not take.
+    private struct OtherKeyType: Hashable {}
+}
 
 /// The number the next `ConcurrencyLimit` takes.
 private let nextConcurrencyLimitID = Atomic<UInt32>(0)
