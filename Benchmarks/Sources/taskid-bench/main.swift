@@ -8,7 +8,7 @@ struct TaskIDBench: ParsableCommand {
         subcommands: [
             ChurnBench.self, ScrollBench.self, LatencyBench.self, FootprintBench.self, ServerLoadBench.self,
             ExecutorBench.self, TimerBench.self, ObservedBench.self, TypeaheadScenario.self, GrowthBench.self,
-            BackendBench.self, SharedBench.self,
+            BackendBench.self, SharedBench.self, FairnessBench.self,
         ])
 }
 
