@@ -194,6 +194,29 @@ struct CancellationReasonTests {
         h.finish()
     }
 
+    /// A shared run alone with its first slot: that slot's cancellation cancels the run, and
+    /// the handler reads its reason.
+    @Test func aSharedRunCancelledWithItsOnlySlotReadsTheReason() throws {
+        let h = RegistryHarness<String>()
+        let (loop, registry, log) = (h.loop, h.registry, h.log)
+        let template = try TaskTemplate<String>(sharesRuns: true) { key, context in
+            try? await withTaskCancellationHandler {
+                try await context.clock.sleep(for: .seconds(10))
+            } onCancel: {
+                log.add("handler: \(String(describing: context.cancellationReason))")
+            }
+        }
+        try registry.task("a", id: "q", template: template)
+        loop.run()
+        try registry.task("a", id: "r", template: template)
+        loop.run()
+        #expect(log.take().first == "handler: Optional(TaskIdentity.CancellationReason.identityChanged)")
+        try registry.remove("a")
+        loop.run()
+        #expect(log.take() == ["handler: Optional(TaskIdentity.CancellationReason.removed)"])
+        h.finish()
+    }
+
     /// `deadline` is the run's start plus its `timeout:`, on the loop's clock, each run its own;
     /// `nil` without a time limit.
     @Test func theDeadlineIsTheStartPlusTheTimeout() throws {
@@ -215,5 +238,17 @@ struct CancellationReasonTests {
         loop.run()
         #expect(log.take() == ["limited 1 at 7: 257 ms", "free 1 at 7: none", "limited 2 at 37: 287 ms"])
         h.finish()
+    }
+}
+
+/// The record's run word: current, ended and cancelled (0) never meet for one generation.
+@Suite("The run word of a record")
+struct RunWordTests {
+    @Test func currentEndedAndCancelledAreDistinctForEveryGeneration() {
+        for generation in [UInt64(1), 2, 16_383, 16_384, 16_385, 32_768, 1 << 40] {
+            let current = AnyTaskRecord.currentRunWord(generation)
+            let ended = AnyTaskRecord.endedRunWord(generation)
+            #expect(current != 0 && ended != 0 && current != ended, "generation \(generation)")
+        }
     }
 }

@@ -11,8 +11,9 @@ final class FairLane {
     /// One group's waiters.
     final class Group {
         let key: AnyHashable
-        /// The waiters still queued, by number.
-        var waiters: [UInt32: LimitQueue.Waiter] = [:]
+        /// The waiters still queued, by number, each with its place in the lane's order of
+        /// joining (`FairLane.joined`): waiters that joined in one loop turn share a time.
+        var waiters: [UInt32: (waiter: LimitQueue.Waiter, order: UInt64)] = [:]
         /// The lowest number that may still be queued, and the next number to give.
         var head: UInt32 = 0
         var next: UInt32 = 0
@@ -20,9 +21,9 @@ final class FairLane {
         init(key: AnyHashable) { self.key = key }
 
         /// The first waiter still queued, skipping the numbers of those that left.
-        func first() -> (number: UInt32, waiter: LimitQueue.Waiter)? {
+        func first() -> (number: UInt32, waiter: LimitQueue.Waiter, order: UInt64)? {
             while head != next {
-                if let waiter = waiters[head] { return (head, waiter) }
+                if let entry = waiters[head] { return (head, entry.waiter, entry.order) }
                 head &+= 1
             }
             return nil
@@ -36,6 +37,8 @@ final class FairLane {
     private var turn = 0
     /// Waiters queued, over every group.
     private(set) var count = 0
+    /// Waiters that ever joined: each one's place in the order of joining.
+    private var joined: UInt64 = 0
 
     /// Queues `waiter` last in `key`'s group; returns the group and the waiter's number.
     func append(_ waiter: LimitQueue.Waiter, group key: AnyHashable) -> (Group, UInt32) {
@@ -49,7 +52,8 @@ final class FairLane {
         }
         let number = group.next
         group.next &+= 1
-        group.waiters[number] = waiter
+        group.waiters[number] = (waiter, joined)
+        joined &+= 1
         count += 1
         return (group, number)
     }
@@ -67,7 +71,7 @@ final class FairLane {
         while turn < turns.count {
             let group = turns[turn]
             turn += 1
-            guard let (number, waiter) = group.first() else { continue }  // dropped: stale turn
+            guard let (number, waiter, _) = group.first() else { continue }  // dropped: stale turn
             group.waiters[number] = nil
             count -= 1
             if group.waiters.isEmpty { drop(group) } else { turns.append(group) }
@@ -77,12 +81,12 @@ final class FairLane {
         return nil
     }
 
-    /// Takes out the waiter that has waited longest, over every group (a full queue sheds it).
+    /// Takes out the waiter that joined first, over every group (a full queue sheds it).
     func removeOldest() -> LimitQueue.Waiter? {
-        var oldest: (group: Group, number: UInt32, waiter: LimitQueue.Waiter)?
+        var oldest: (group: Group, number: UInt32, waiter: LimitQueue.Waiter, order: UInt64)?
         for group in groups.values {
-            guard let (number, waiter) = group.first() else { continue }
-            if oldest == nil || waiter.since < oldest!.waiter.since { oldest = (group, number, waiter) }
+            guard let (number, waiter, order) = group.first() else { continue }
+            if oldest == nil || order < oldest!.order { oldest = (group, number, waiter, order) }
         }
         guard let oldest else { return nil }
         remove(oldest.number, from: oldest.group)
@@ -93,7 +97,7 @@ final class FairLane {
     var earliestSince: UInt64? { groups.values.compactMap { $0.first()?.waiter.since }.min() }
 
     /// Every waiter, for the queue's invariant.
-    var allWaiters: [LimitQueue.Waiter] { groups.values.flatMap { $0.waiters.values } }
+    var allWaiters: [LimitQueue.Waiter] { groups.values.flatMap { $0.waiters.values.map(\.waiter) } }
 
     /// `group` has no waiter left: it is forgotten, and its turn (if still to come) is skipped.
     private func drop(_ group: Group) {

@@ -106,6 +106,8 @@ extension RegistryCore {
             releaseRareState(effects, on: record)
         }
         if effects.stopThrottleTimer { stopThrottleTimer(record) }
+        // One test on W1's path; the rest out of line (a bigger test here kept this function
+        // from being inlined: 43 instructions a W1 change).
         if effects.cancelled != .none {
             if effects.cancelled == .task {
                 // Before the task hears of it, so that the action reads why (`RunNotes`).

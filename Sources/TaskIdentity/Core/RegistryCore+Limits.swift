@@ -19,7 +19,8 @@ extension RegistryCore {
             // changed, as the identity most likely to be kept is the one that has held longest.
             // (The node of a replaced generation went with it, in `releaseRareState`.)
             let priority = record.options.values.priority
-            if queue.isQueueFull {
+            // Only while every place is taken: with one free, the head starts in this pass.
+            if queue.isFull && queue.isQueueFull {
                 guard let victim = queue.removeOldestToShed(forNewcomerOf: priority) else {
                     // The newcomer is shed: it never joins.
                     carryOut(effects, on: record)

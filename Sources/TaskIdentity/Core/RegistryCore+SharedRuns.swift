@@ -72,8 +72,11 @@ extension RegistryCore {
         guard run.members.isEmpty else { return }
         // No slot is served: the run is cancelled, and no slot joins it any more.
         sharedRuns.remove(run)
-        // Noted before the task hears of it, so that the action reads why.
+        // Noted before the task hears of it, so that the action reads why: the reason, then
+        // the word of the slot leaving (the leader's, when it leaves last), which `carryOut`
+        // clears only after this.
         runNotes.update(run.leader) { $0.reason = reason }
+        record.runWord.store(0, ordering: .releasing)
         run.task?.cancel()
         run.task = nil
     }

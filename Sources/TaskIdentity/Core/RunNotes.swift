@@ -56,17 +56,21 @@ final class RunNotes {
 
 // The record's side: its word, and the reason read from any thread.
 extension AnyTaskRecord {
-    /// The word of a current run of `generation`: its low 15 bits, and the top bit set. (A run
-    /// still executing 32,768 generations after it was cancelled, with the current one's low
-    /// bits equal to its own, would read as current: no realistic workload comes near.)
+    /// The word of a current run of `generation`: its low 14 bits, and the top bit set; 0 means
+    /// cancelled. (A run still executing 16,384 generations after it was cancelled, with the
+    /// current one's low bits equal to its own, would read as current: no realistic workload
+    /// comes near.)
     @inline(__always)
     static func currentRunWord(_ generation: UInt64) -> UInt16 {
-        0x8000 | UInt16(truncatingIfNeeded: generation) & 0x7FFF
+        0x8000 | UInt16(truncatingIfNeeded: generation) & 0x3FFF
     }
 
-    /// The word of a run of `generation` that ended on its own while current (not cancelled).
+    /// The word of a run of `generation` that ended on its own while current (not cancelled):
+    /// its low 14 bits and the next bit set, so never 0.
     @inline(__always)
-    static func endedRunWord(_ generation: UInt64) -> UInt16 { UInt16(truncatingIfNeeded: generation) & 0x7FFF }
+    static func endedRunWord(_ generation: UInt64) -> UInt16 {
+        0x4000 | UInt16(truncatingIfNeeded: generation) & 0x3FFF
+    }
 
     /// The run `generation` starts (a new generation, or an attempt after a failure). Loop thread.
     @inline(__always)
@@ -103,17 +107,19 @@ extension AnyTaskRecord {
 // The core's side: noting each cancellation before the run's task hears of it.
 extension RegistryCore {
     /// `carryOut`'s part for a run cancelled other than a task's for a new identity (which
-    /// `carryOut` does inline): the word stops saying current, the reason is noted, and then a
-    /// task is cancelled. A slot leaving a shared run notes nothing: the shared run is cancelled
-    /// only when its last slot leaves (`leaveSharedRun`). Out of line: rare.
+    /// `carryOut` does inline): the reason is noted, then the word stops saying current, then
+    /// the run's task is cancelled (a reader consults the table only once the word says so).
+    /// A slot leaving a shared run notes no reason: the shared run is cancelled only when its
+    /// last slot leaves, for that slot's reason, by `leaveSharedRun` (which clears the leaving
+    /// slot's word itself first). Out of line: rare.
     @inline(never)
     func noteCancelled(_ effects: TaskStateMachine.Effects, on record: AnyTaskRecord) {
-        record.runWord.store(0, ordering: .releasing)
         if effects.cancelled != .sharedRun, let change = effects.endedRun, case .cancelled(let reason) = change.phase,
             reason != .identityChanged
         {
             runNotes.update(RunKey(record: record, generation: change.generation)) { $0.reason = reason }
         }
+        record.runWord.store(0, ordering: .releasing)
         if effects.cancelled == .taskForAReason {
             record.runningTask?.cancel()
             record.runningTask = nil

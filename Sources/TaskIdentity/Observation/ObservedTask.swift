@@ -203,6 +203,8 @@ extension TaskRegistry {
         // the options declared now, as for `task(_:id:…)`.
         if same {
             core.declareSame(existing, options: options, body: tracker.makeBody(value, run))
+        } else if tracker.values.policy == .keepRunningDropNew && core.dropsDeclaration(existing) {
+            return  // the task keeps what it has, as for `task(_:id:…)`
         } else {
             core.declareChanged(existing, identity: value, options: options, body: tracker.makeBody(value, run))
         }

@@ -102,7 +102,8 @@ public enum RestartPolicy: Hashable, Sendable {
     /// declared in between and replaced never run).
     case keepRunning
     /// Keep what the task has: while a run is under way or a generation waits to start, a new
-    /// identity is dropped. The declaration creates no generation and changes nothing (not the
+    /// identity is dropped (a run already cancelled, still ending, does not count: the new
+    /// identity then runs). The declaration creates no generation and changes nothing (not the
     /// identity, not the options); it is counted in `RegistryCounters.dropped` and traced. Once
     /// the task is idle, a new identity runs as under `cancelPrevious`. WorkManager's `KEEP`,
     /// Hatchet's `CANCEL_NEWEST`.

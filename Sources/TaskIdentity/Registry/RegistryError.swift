@@ -176,7 +176,7 @@ public struct RegistryError: Error, Hashable, Sendable, CustomStringConvertible 
                 "a concurrency limit's maxRunning must be 1 through \(ConcurrencyLimit.maxRunningLimit) (got \(value))")
     }
 
-    /// A `ConcurrencyLimit` was made with a negative `maxQueued`.
+    /// A `ConcurrencyLimit` was made with a negative `maxQueued`. May be called from any thread.
     public static func invalidConcurrencyLimit(maxQueued value: Int) -> RegistryError {
         RegistryError(
             .invalidConcurrencyLimit, detail: "a concurrency limit's maxQueued must be 0 or more (got \(value))")

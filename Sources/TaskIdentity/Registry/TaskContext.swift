@@ -72,7 +72,8 @@ public struct TaskContext: Sendable {
     /// The instant at which the registry cancels this run for its time limit (`timeout:`,
     /// reason `timedOut`): the run's start plus the limit, on the loop's clock (`clock`). `nil`
     /// for a run without a time limit, and for a synchronous action called at once (it ends
-    /// before any limit could pass). Each attempt of a retried run has its own.
+    /// before any limit could pass). Each attempt of a retried run has its own; a shared run's is
+    /// its first slot's (the run goes on past it while other slots stay).
     ///
     /// May be read from any thread, on any executor.
     public var deadline: LoopInstant? {

@@ -96,6 +96,7 @@ public struct ConcurrencyLimit: Hashable, Sendable, CustomStringConvertible {
         shedding = shed
         // 2^32 limits made in one process before the numbers wrap (and two limits could meet).
         id = nextConcurrencyLimitID.add(1, ordering: .relaxed).newValue
+        // Kept for the life of the process: a limit is made once per backend, not per request.
         if maxQueued != nil || fairness != nil {
             limitSettings.withLock { $0[id] = Settings(maxQueued: maxQueued, shedding: shed, fairness: fairness) }
         }
@@ -120,6 +121,13 @@ public struct ConcurrencyLimit: Hashable, Sendable, CustomStringConvertible {
         maxQueued = settings?.maxQueued
         shedding = settings?.shedding ?? .oldest
     }
+
+    /// Copies of one limit are equal, whatever their settings: a limit is its number.
+    /// May be called from any thread.
+    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.id == rhs.id }
+
+    /// Hashes the limit's number. May be called from any thread.
+    public func hash(into hasher: inout Hasher) { hasher.combine(id) }
 
     /// `limit #N (maxRunning M)`, with `maxQueued Q, shed S` when bounded.
     public var description: String {
@@ -151,7 +159,8 @@ extension ConcurrencyLimit {
         /// Round-robin shares: the queue serves the groups that have generations waiting in turn,
         /// one generation each, and each group's generations in their own order (by priority,
         /// then by arrival). One tenant's burst then waits behind itself, not in front of the
-        /// others: a quiet tenant's run starts within one turn of the groups. `group` is called
+        /// others: a quiet tenant's run starts within one turn of the groups (among generations
+        /// of one priority: a higher priority still goes first). `group` is called
         /// on the loop thread once per queued generation, with the slot's key; it must not
         /// block. A registry whose key type is not `Key` puts every key of it in one group.
         ///

@@ -32,8 +32,12 @@ struct RunControlOptions: ParsableArguments {
             """)
     var shutdownGraceMilliseconds = 0
 
-    /// Checks each option's range, then sets them in `configuration`.
-    func apply(to configuration: inout ServerConfiguration) throws {
+    /// Checks each option's range, then sets them in `configuration`. `maxRunning`: the
+    /// `--max-running` given, which `--max-queued` and `--shed` need.
+    func apply(to configuration: inout ServerConfiguration, maxRunning: Int) throws {
+        if maxRunning == 0 && (maxQueued >= 0 || shed != "oldest") {
+            throw ValidationError("--max-queued and --shed bound the queue of --max-running: give --max-running too")
+        }
         func check(_ option: String, _ value: Int, in range: ClosedRange<Int>) throws {
             guard range.contains(value) else {
                 throw ValidationError(

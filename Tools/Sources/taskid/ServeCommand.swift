@@ -302,7 +302,7 @@ struct ServeCommand: AsyncParsableCommand {
         try check("--loops", loops, in: 1...64)
         try check("--debounce-ms", debounceMilliseconds, in: 0...86_400_000)
         var ranges = ServerConfiguration()
-        try runControl.apply(to: &ranges)
+        try runControl.apply(to: &ranges, maxRunning: maxRunning)
         try check("--timeout-ms", timeoutMilliseconds, in: 0...86_400_000)
         try check("--max-running", maxRunning, in: 0...1_000_000)
         try check("--max-clients", maxClients, in: 1...1_000_000)
@@ -365,7 +365,7 @@ struct ServeCommand: AsyncParsableCommand {
             }
             configuration.loops = loops
             configuration.debounceMilliseconds = debounceMilliseconds
-            try runControl.apply(to: &configuration)
+            try runControl.apply(to: &configuration, maxRunning: maxRunning)
             configuration.timeoutMilliseconds = timeoutMilliseconds
             configuration.maxRunning = maxRunning
             configuration.work = work
