@@ -3,17 +3,7 @@
 # of each figure; then the registry with a limit against the best baseline (the lower of
 # table-cancellable and registry-semaphore in each round) for the p99 wait and the CPU per
 # answer, as the median (min-max) of the round-by-round ratios.
-function median(values, n,    i, j, t) {
-    for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (values[j] < values[i]) { t = values[i]; values[i] = values[j]; values[j] = t }
-    return n % 2 ? values[(n + 1) / 2] : (values[n / 2] + values[n / 2 + 1]) / 2
-}
-function summary(impl, key, scale,    r, n, v) {
-    n = 0
-    for (r = 1; r <= rounds; r++) if ((r, impl, key) in f) v[++n] = f[r, impl, key] / scale
-    if (n == 0) return "-"
-    m = median(v, n)
-    return sprintf(m >= 100 ? "%.0f (%.0f-%.0f)" : "%.1f (%.1f-%.1f)", m, v[1], v[n])
-}
+# (Read after scripts/table-lib.awk: the rows, median() and summary().)
 function ratio(key, label, goal,    r, n, v, best, a, b) {
     n = 0
     for (r = 1; r <= rounds; r++) {
@@ -26,14 +16,6 @@ function ratio(key, label, goal,    r, n, v, best, a, b) {
     if (n == 0) return
     m = median(v, n)
     printf "W9   %s, registry with a limit / the best baseline: %.2fx (%.2f-%.2f)   (goal %s)\n", label, m, v[1], v[n], goal
-}
-{
-    for (i = 1; i <= NF; i++) { split($i, kv, "="); row[kv[1]] = kv[2] }
-    r = row["round"]; impl = row["impl"]
-    if (r > rounds) rounds = r
-    if (!(impl in seen)) { seen[impl] = 1; order[++impls] = impl }
-    for (k in row) f[r, impl, k] = row[k]
-    delete row
 }
 END {
     printf "  %-20s %16s %16s %22s %22s %16s %18s\n", "impl", "backend calls", "wasted calls", "p50 ms (last key->answer)", "p99 ms", "answers/s", "CPU us per answer"

@@ -343,9 +343,7 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
         if let existing {
             if identity.equals(existing.identity) {
                 core.declareSame(existing, options: options, body: body)
-            } else if _slowPath(values.policy == .keepRunningDropNew) && core.dropsDeclaration(existing) {
-                return
-            } else {
+            } else if !(_slowPath(values.policy == .keepRunningDropNew) && core.dropsDeclaration(existing)) {
                 core.declareChanged(existing, identity: identity.erased, options: options, body: body)
             }
             return
