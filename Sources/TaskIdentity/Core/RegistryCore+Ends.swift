@@ -9,6 +9,7 @@ extension RegistryCore {
     func cancelByCaller(_ record: AnyTaskRecord) {
         if let rare = record.rare { dropRefreshState(rare) }
         guard record.state.pending != .none || record.state.run != .none else { return }
+        if mayHaveRareState { discardAppended(record) }
         record.identity = ForgottenIdentity()
         carryOut(tally { record.state.cancelByCaller(counters: &$0) }, on: record)
         noteQuiescence()
@@ -19,6 +20,8 @@ extension RegistryCore {
         guard record.state.pending != .none else { return }
         record.identity = ForgottenIdentity()
         carryOut(tally { record.state.dropPending(reason: reason, counters: &$0) }, on: record)
+        // Under `appendInOrder`, the next identity waiting takes the dropped one's place.
+        if mayHaveRareState { declareNextAppended(record) }
     }
 
     /// `TaskRegistry.runNow`: starts the generation of `record` waiting out its debounce or
@@ -97,6 +100,7 @@ extension RegistryCore {
 
     /// The slot of `record` is gone: cancel its waiting and running generations.
     func remove(_ record: AnyTaskRecord, reason: CancellationReason) {
+        if mayHaveRareState { discardAppended(record) }
         trace(record, record.state.generation, .removed)
         carryOut(tally { record.state.remove(reason: reason, counters: &$0) }, on: record)
         if let rare = record.rare {

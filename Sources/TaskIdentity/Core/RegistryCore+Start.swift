@@ -124,9 +124,11 @@ extension RegistryCore {
             runHook.runStarting(
                 record, generation: generation, attempt: attempt, isQueuedSynchronous: kind == .synchronousDelayed
             ) { startBody(record, generation: generation, body) }
-            return
+        } else {
+            startBody(record, generation: generation, body)
         }
-        startBody(record, generation: generation, body)
+        // Under `appendInOrder`, the next identity waits beside this run from now on.
+        if mayHaveRareState && record.options.appendMaxQueued != 0 { declareNextAppended(record) }
     }
 
     /// Calls the synchronous action, or makes the run's task, of a run that has started.

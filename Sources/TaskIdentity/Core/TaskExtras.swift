@@ -35,6 +35,8 @@ final class RareTaskState: TaskExtras {
     var timeLimit: TimeLimitLink?
     /// The node of the pending generation in its concurrency limit's queue, while it waits.
     var limitQueued: LimitQueueLink?
+    /// The identities waiting under `appendInOrder` behind the pending generation, in order.
+    var appended: [AppendedDeclaration] = []
     /// The places of a concurrency limit that this record's runs hold (the current one and
     /// cancelled ones still ending), by generation.
     var placesHeld: [(generation: UInt64, queue: LimitQueue)] = []

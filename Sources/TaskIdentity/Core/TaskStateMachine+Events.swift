@@ -69,7 +69,7 @@ extension TaskStateMachine {
 
     /// The conditions a pending generation may start under.
     struct StartGate {
-        var policy: RestartPolicy
+        var policy: PolicyKind
         /// The end of the throttle window since the last start; 0 when not throttled.
         var throttleReadyAt: UInt64
         var now: UInt64
@@ -113,7 +113,7 @@ extension TaskStateMachine {
             supersedePending(wasThrottled: held.isThrottled, into: &effects, counters: &counters)
             run = current
         }
-        if gate.policy != .keepRunning, let current = run {
+        if !gate.policy.keepsRun, let current = run {
             cancelRun(current, reason: .identityChanged, into: &effects, counters: &counters)
             run = nil
         }

@@ -110,7 +110,7 @@ extension TaskStateMachine {
         switch gate.policy {
         case .cancelPrevious, .keepRunningDropNew: mustWait = false
         case .awaitPrevious: mustWait = endingRuns > 0
-        case .keepRunning: mustWait = run != nil || endingRuns > 0
+        case .keepRunning, .appendInOrder: mustWait = run != nil || endingRuns > 0
         }
         if mustWait {
             hold(.awaitingPrevious, beside: run)

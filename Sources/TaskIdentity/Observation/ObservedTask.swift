@@ -201,6 +201,11 @@ extension TaskRegistry {
         }
         // An equal identity, stale under the task's options so far: the core decides again under
         // the options declared now, as for `task(_:id:…)`.
+        if tracker.values.policy == .appendInOrder,
+            core.appendsDeclaration(existing, identity: value, options: options, body: tracker.makeBody(value, run))
+        {
+            return
+        }
         if same {
             core.declareSame(existing, options: options, body: tracker.makeBody(value, run))
         } else if tracker.values.policy == .keepRunningDropNew && core.dropsDeclaration(existing) {

@@ -108,4 +108,14 @@ public enum RestartPolicy: Hashable, Sendable {
     /// the task is idle, a new identity runs as under `cancelPrevious`. WorkManager's `KEEP`,
     /// Hatchet's `CANCEL_NEWEST`.
     case keepRunningDropNew
+    /// Run every identity, once each, in the order declared (WorkManager's `APPEND`): the
+    /// running action finishes, then the next identity runs, and so on. At most `maxQueued`
+    /// identities wait behind the run (1 or more; the first of them is the task's pending
+    /// generation, phase `waiting`; the others are declarations not yet made generations, each
+    /// made one when the run before it starts). A new identity declared while `maxQueued` wait
+    /// is dropped (counted in `RegistryCounters.dropped`, traced): the queue keeps what it has.
+    /// An identity equal to the last one declared is `unchanged`. `cancel`, `remove` and
+    /// shutdown drop the identities still waiting (counted in `dropped`); `dropPending` ends the
+    /// pending one and the next takes its place.
+    case appendInOrder(maxQueued: Int)
 }

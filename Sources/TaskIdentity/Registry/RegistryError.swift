@@ -25,6 +25,7 @@ public struct RegistryError: Error, Hashable, Sendable, CustomStringConvertible 
             case invalidPostedCallLimit
             case invalidConcurrencyLimit
             case invalidRetryPolicy
+            case invalidAppendQueue
         }
         private let base: Base
 
@@ -57,6 +58,8 @@ public struct RegistryError: Error, Hashable, Sendable, CustomStringConvertible 
         public static let invalidConcurrencyLimit = Code(base: .invalidConcurrencyLimit)
         /// A `RetryPolicy` was made with a setting out of its range (`detail` says which).
         public static let invalidRetryPolicy = Code(base: .invalidRetryPolicy)
+        /// `RestartPolicy.appendInOrder(maxQueued:)` was given a bound below 1.
+        public static let invalidAppendQueue = Code(base: .invalidAppendQueue)
 
         /// The code's name, such as `shutDown`.
         public var description: String {
@@ -72,6 +75,7 @@ public struct RegistryError: Error, Hashable, Sendable, CustomStringConvertible 
             case .invalidPostedCallLimit: return "invalidPostedCallLimit"
             case .invalidConcurrencyLimit: return "invalidConcurrencyLimit"
             case .invalidRetryPolicy: return "invalidRetryPolicy"
+            case .invalidAppendQueue: return "invalidAppendQueue"
             }
         }
     }
@@ -174,6 +178,12 @@ public struct RegistryError: Error, Hashable, Sendable, CustomStringConvertible 
             .invalidConcurrencyLimit,
             detail:
                 "a concurrency limit's maxRunning must be 1 through \(ConcurrencyLimit.maxRunningLimit) (got \(value))")
+    }
+
+    /// `RestartPolicy.appendInOrder(maxQueued:)` was given a bound below 1. May be called from
+    /// any thread.
+    public static func invalidAppendQueue(_ value: Int) -> RegistryError {
+        RegistryError(.invalidAppendQueue, detail: "appendInOrder's maxQueued must be 1 or more (got \(value))")
     }
 
     /// A `ConcurrencyLimit` was made with a negative `maxQueued`. May be called from any thread.

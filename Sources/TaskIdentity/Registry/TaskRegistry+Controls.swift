@@ -68,3 +68,26 @@ extension TaskRegistry {
         }
     }
 }
+
+extension TaskRegistry {
+    /// Removes every slot whose key satisfies `isRemoved`, as `remove(_:)` removes one (each
+    /// task cancelled, phase `cancelled(.removed)`), and returns how many. For a server that
+    /// gives up a range of keys at once (the keys of a hash slot that moved to another node).
+    ///
+    /// - Complexity: O(n) in the slots: `isRemoved` is called once for each key.
+    /// - Throws: `RegistryError.calledOffLoopThread` off the loop thread; `.shutDown` after
+    ///   shutdown.
+    /// - Note: Loop thread only (it reads every slot); from elsewhere, through
+    ///   `ShardedTaskRegistry.removeAll(where:)` or a job on the loop.
+    @discardableResult
+    public func removeAll(where isRemoved: (Key) -> Bool) throws(RegistryError) -> Int {
+        guard loop.inLoop else { throw .calledOffLoopThread }
+        guard !core.isShutDown else { throw .shutDown }
+        var removed = 0
+        for key in slots.allKeys() where isRemoved(key) {
+            applyRemove(key, reason: .removed)
+            removed += 1
+        }
+        return removed
+    }
+}

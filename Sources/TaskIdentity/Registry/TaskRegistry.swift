@@ -341,9 +341,13 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
             }
         }
         if let existing {
-            if identity.equals(existing.identity) {
+            // One test on the common path; the policies that decide first, out of line (inline,
+            // their tests kept this function from being inlined: 65 instructions a W2 change).
+            if _slowPath(values.policy.decidesBeforeComparing) {
+                applyDecidingFirst(existing, identity: identity, options: options, body: body)
+            } else if identity.equals(existing.identity) {
                 core.declareSame(existing, options: options, body: body)
-            } else if !(_slowPath(values.policy == .keepRunningDropNew) && core.dropsDeclaration(existing)) {
+            } else {
                 core.declareChanged(existing, identity: identity.erased, options: options, body: body)
             }
             return
@@ -365,6 +369,24 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
         slots.record(for: key, name: name)
     }
 
+    /// `apply` for an existing task under `keepRunningDropNew` or `appendInOrder`: the core
+    /// may drop the new identity, or queue it behind the others, before it becomes a generation.
+    @usableFromInline @inline(never)
+    func applyDecidingFirst<Identity: DeclaredIdentity>(
+        _ existing: TaskRecord<Key>, identity: Identity, options: TaskOptions, body: RunBody
+    ) {
+        if options.values.policy == .appendInOrder,
+            core.appendsDeclaration(existing, identity: identity.erased, options: options, body: body)
+        {
+            return
+        }
+        if identity.equals(existing.identity) {
+            core.declareSame(existing, options: options, body: body)
+        } else if !(options.values.policy == .keepRunningDropNew && core.dropsDeclaration(existing)) {
+            core.declareChanged(existing, identity: identity.erased, options: options, body: body)
+        }
+    }
+
     /// Removes slot `key`, cancelling every task it hosts (phase `cancelled(.removed)`), like a
     /// view disappearing. Removing an unknown key does nothing.
     ///
@@ -379,27 +401,6 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
         } else {
             try post(.remove(key), limited: true)
         }
-    }
-
-    /// Removes every slot whose key satisfies `isRemoved`, as `remove(_:)` removes one (each
-    /// task cancelled, phase `cancelled(.removed)`), and returns how many. For a server that
-    /// gives up a range of keys at once (the keys of a hash slot that moved to another node).
-    ///
-    /// - Complexity: O(n) in the slots: `isRemoved` is called once for each key.
-    /// - Throws: `RegistryError.calledOffLoopThread` off the loop thread; `.shutDown` after
-    ///   shutdown.
-    /// - Note: Loop thread only (it reads every slot); from elsewhere, through
-    ///   `ShardedTaskRegistry.removeAll(where:)` or a job on the loop.
-    @discardableResult
-    public func removeAll(where isRemoved: (Key) -> Bool) throws(RegistryError) -> Int {
-        guard loop.inLoop else { throw .calledOffLoopThread }
-        guard !core.isShutDown else { throw .shutDown }
-        var removed = 0
-        for key in slots.allKeys() where isRemoved(key) {
-            applyRemove(key, reason: .removed)
-            removed += 1
-        }
-        return removed
     }
 
     @usableFromInline
@@ -432,7 +433,6 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
         let observerKey = ObserverKey(key: record.key, name: record.name)
         if removedRunning[observerKey] === record { removedRunning[observerKey] = nil }
     }
-
 }
 
 /// The stored identity of a declaration: `NoIdentity` for none, the value itself for one, a

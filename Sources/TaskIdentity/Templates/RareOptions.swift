@@ -12,14 +12,18 @@ struct RareOptions: Hashable, Sendable {
     var staleAfter: Duration?
     var refreshEvery: Duration?
     var maxWait: Duration?
+    var appendMaxQueued: Int?
 
     /// The number of these options in the process's table (from 1, in order of first use; a
     /// handful, since a program's options are written in its code, not made per change).
     @usableFromInline
-    static func number(retry: RetryPolicy?, staleAfter: Duration?, refreshEvery: Duration?, maxWait: Duration?)
-        -> UInt32
-    {
-        let options = RareOptions(retry: retry, staleAfter: staleAfter, refreshEvery: refreshEvery, maxWait: maxWait)
+    static func number(
+        retry: RetryPolicy?, staleAfter: Duration?, refreshEvery: Duration?, maxWait: Duration?,
+        appendMaxQueued: Int? = nil
+    ) -> UInt32 {
+        let options = RareOptions(
+            retry: retry, staleAfter: staleAfter, refreshEvery: refreshEvery, maxWait: maxWait,
+            appendMaxQueued: appendMaxQueued)
         return numbered.withLock { table in
             if let number = table.numbers[options] { return number }
             table.options.append(options)

@@ -20,7 +20,7 @@ final class TaskOptions: @unchecked Sendable {
         @usableFromInline var throttle: Duration
         @usableFromInline var progressDelay: Duration?
         @usableFromInline var priority: UInt8
-        @usableFromInline var policy: RestartPolicy
+        @usableFromInline var policy: PolicyKind
         /// A slot declaring an identity equal to one running in another slot of the same
         /// template joins that run (templates only). In the padding after `policy`.
         @usableFromInline var sharesRuns: Bool
@@ -65,7 +65,12 @@ final class TaskOptions: @unchecked Sendable {
             if let timeout, timeout < .nanoseconds(1) { throw RegistryError.invalidDuration(name: "timeout", timeout) }
             self.sharesRuns = sharesRuns
             self.priority = priority.rawValue
-            self.policy = policy
+            self.policy = PolicyKind(policy)
+            var appendMaxQueued: Int?
+            if case .appendInOrder(let maxQueued) = policy {
+                guard maxQueued >= 1 else { throw RegistryError.invalidAppendQueue(maxQueued) }
+                appendMaxQueued = maxQueued
+            }
             self.debounce = debounce
             self.throttle = throttle
             self.progressDelay = progressDelay
@@ -80,9 +85,11 @@ final class TaskOptions: @unchecked Sendable {
             if let maxWait, maxWait < .nanoseconds(1) { throw RegistryError.invalidDuration(name: "maxWait", maxWait) }
             // Tested here, inline: a declaration without these options makes no call.
             self.rareNumber =
-                retry == nil && staleAfter == nil && refreshEvery == nil && maxWait == nil
+                retry == nil && staleAfter == nil && refreshEvery == nil && maxWait == nil && appendMaxQueued == nil
                 ? 0
-                : RareOptions.number(retry: retry, staleAfter: staleAfter, refreshEvery: refreshEvery, maxWait: maxWait)
+                : RareOptions.number(
+                    retry: retry, staleAfter: staleAfter, refreshEvery: refreshEvery, maxWait: maxWait,
+                    appendMaxQueued: appendMaxQueued)
             self.synchronousDelay = synchronousDelay
             self.executor = executor
         }
@@ -96,6 +103,8 @@ final class TaskOptions: @unchecked Sendable {
     let refreshEveryNanoseconds: UInt64?
     /// `values`' `maxWait` in nanoseconds, 0 for none (or no debounce: nothing to bound).
     let maxWaitNanoseconds: UInt64
+    /// How many identities may wait behind the run under `appendInOrder`, 0 under other policies.
+    let appendMaxQueued: Int
     /// The queue of the debounce windows' bounds (`maxWait`), if there is one.
     let maxWaitQueue: DeadlineQueue<MaxWaitEntry>?
     /// `values`' concurrency limit, if it names one.
@@ -142,5 +151,40 @@ final class TaskOptions: @unchecked Sendable {
         self.staleAfterNanoseconds = rare?.staleAfter.map { UInt64($0.clampedNanoseconds) }
         self.refreshEveryNanoseconds = rare?.refreshEvery.map { UInt64($0.clampedNanoseconds) }
         self.maxWaitNanoseconds = maxWaitQueue?.delayNanoseconds ?? 0
+        self.appendMaxQueued = rare?.appendMaxQueued ?? 0
     }
+}
+
+/// A restart policy as the options and the state machine hold it: one byte (the public
+/// `RestartPolicy` carries `appendInOrder`'s bound, which the options keep with the rare
+/// options). Two bits of it answer the two questions asked on every declaration in one test
+/// each: whether the run in progress goes on (`keepsRun`), and whether the registry must ask
+/// the core before it compares identities (`decidesBeforeComparing`).
+@usableFromInline
+enum PolicyKind: UInt8, Hashable, Sendable {
+    case cancelPrevious = 0
+    case keepRunning = 1
+    case keepRunningDropNew = 2
+    case appendInOrder = 3
+    case awaitPrevious = 4
+
+    @inlinable
+    init(_ policy: RestartPolicy) {
+        switch policy {
+        case .cancelPrevious: self = .cancelPrevious
+        case .awaitPrevious: self = .awaitPrevious
+        case .keepRunningDropNew: self = .keepRunningDropNew
+        case .keepRunning: self = .keepRunning
+        case .appendInOrder: self = .appendInOrder
+        }
+    }
+
+    /// A new identity leaves the run in progress alone (`keepRunning`, `appendInOrder`).
+    @inline(__always)
+    var keepsRun: Bool { rawValue & 1 != 0 }
+
+    /// A declaration may be dropped or queued before it is compared with the task's identity
+    /// (`keepRunningDropNew`, `appendInOrder`).
+    @inlinable @inline(__always)
+    var decidesBeforeComparing: Bool { rawValue & 2 != 0 }
 }
