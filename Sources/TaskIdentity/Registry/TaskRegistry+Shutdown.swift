@@ -56,18 +56,24 @@ extension TaskRegistry {
         if let testLoop = loop as? TestLoop, testLoop.inLoop, !testLoop.isBeingDriven, !testLoop.hasShutDown {
             return shutDownUndriven(testLoop, caller: caller, callerIsCancelled: callerIsCancelled)
         }
+        await onLoopUntilDone { [self] done in
+            let awaitingRun = self.core.runAwaitingShutdown(caller, callerIsCancelled: callerIsCancelled)
+            self.applyShutdown()
+            self.core.whenQuiesced(awaitingRun: awaitingRun, done)
+        }
+    }
+
+    /// Runs `work` on the loop (at once on its thread, else posted) and returns once `work`
+    /// calls `done`. Once the loop's shutdown has begun it takes no job, and its hook shuts the
+    /// registry down: that shutdown is the one to await (`await loop.shutdown()`), so this
+    /// returns at once. May be called from any task.
+    private func onLoopUntilDone(_ work: @escaping @Sendable (_ done: @escaping @Sendable () -> Void) -> Void) async {
         await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
-            let work: @Sendable () -> Void = { [self] in
-                let awaitingRun = self.core.runAwaitingShutdown(caller, callerIsCancelled: callerIsCancelled)
-                self.applyShutdown()
-                self.core.whenQuiesced(awaitingRun: awaitingRun) { continuation.resume() }
-            }
+            let job: @Sendable () -> Void = { work { continuation.resume() } }
             if loop.inLoop {
-                work()
+                job()
             } else {
-                // Once the loop's shutdown has begun, its hook shuts the registry down: that
-                // shutdown is the one to await (`await loop.shutdown()`).
-                do { try loop.execute(work) } catch { continuation.resume() }
+                do { try loop.execute(job) } catch { continuation.resume() }
             }
         }
     }
@@ -131,23 +137,16 @@ extension TaskRegistry {
                     + "the loop: its runs could never end, so this would wait forever. Call "
                     + "`registry.startShutdown(gracePeriod:)`, then `loop.advance(by:)` until they have ended.")
         }
-        await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
-            let work: @Sendable () -> Void = { [self] in
-                let awaitingRun = self.core.runAwaitingShutdown(caller, callerIsCancelled: callerIsCancelled)
-                self.applyGracefulShutdown(gracePeriod: gracePeriod, awaitingRun: awaitingRun)
-                // Once every action has ended: after the shutdown completed (its waiter came first).
-                self.core.whenQuiesced(awaitingRun: awaitingRun) { [self] in
-                    if self.core.shutdown.isFinal {
-                        continuation.resume()
-                    } else {
-                        self.core.whenQuiesced(awaitingRun: awaitingRun) { continuation.resume() }
-                    }
+        await onLoopUntilDone { [self] done in
+            let awaitingRun = self.core.runAwaitingShutdown(caller, callerIsCancelled: callerIsCancelled)
+            self.applyGracefulShutdown(gracePeriod: gracePeriod, awaitingRun: awaitingRun)
+            // Once every action has ended: after the shutdown completed (its waiter came first).
+            self.core.whenQuiesced(awaitingRun: awaitingRun) { [self] in
+                if self.core.shutdown.isFinal {
+                    done()
+                } else {
+                    self.core.whenQuiesced(awaitingRun: awaitingRun, done)
                 }
-            }
-            if loop.inLoop {
-                work()
-            } else {
-                do { try loop.execute(work) } catch { continuation.resume() }
             }
         }
     }

@@ -38,15 +38,9 @@ struct RunControlOptions: ParsableArguments {
         if maxRunning == 0 && (maxQueued >= 0 || shed != "oldest") {
             throw ValidationError("--max-queued and --shed bound the queue of --max-running: give --max-running too")
         }
-        func check(_ option: String, _ value: Int, in range: ClosedRange<Int>) throws {
-            guard range.contains(value) else {
-                throw ValidationError(
-                    "\(option) takes an integer in \(range.lowerBound)...\(range.upperBound), got '\(value)'")
-            }
-        }
-        try check("--max-wait-ms", maxWaitMilliseconds, in: 0...86_400_000)
-        try check("--shutdown-grace-ms", shutdownGraceMilliseconds, in: 0...86_400_000)
-        try check("--max-queued", maxQueued, in: -1...10_000_000)
+        try checkOption("--max-wait-ms", maxWaitMilliseconds, in: 0...86_400_000)
+        try checkOption("--shutdown-grace-ms", shutdownGraceMilliseconds, in: 0...86_400_000)
+        try checkOption("--max-queued", maxQueued, in: -1...10_000_000)
         guard shed == "oldest" || shed == "newest" else {
             throw ValidationError("--shed takes oldest or newest, got '\(shed)'")
         }
@@ -54,5 +48,12 @@ struct RunControlOptions: ParsableArguments {
         configuration.shutdownGraceMilliseconds = shutdownGraceMilliseconds
         configuration.maxQueued = maxQueued < 0 ? nil : maxQueued
         configuration.shedsNewest = shed == "newest"
+    }
+}
+
+/// Refuses an integer option out of `range`, naming the option and its range. Any thread.
+func checkOption(_ option: String, _ value: Int, in range: ClosedRange<Int>) throws {
+    guard range.contains(value) else {
+        throw ValidationError("\(option) takes an integer in \(range.lowerBound)...\(range.upperBound), got '\(value)'")
     }
 }

@@ -283,13 +283,7 @@ struct ServeCommand: AsyncParsableCommand {
     /// next word whatever it is, so that `--loops -1` is refused as out of range rather than
     /// read as a missing value.
     func validate() throws {
-        func check(_ option: String, _ value: Int, in range: ClosedRange<Int>) throws {
-            guard range.contains(value) else {
-                throw ValidationError(
-                    "\(option) takes an integer in \(range.lowerBound)...\(range.upperBound), got '\(value)'")
-            }
-        }
-        if let port { try check("--port", port, in: 0...65_535) }
+        if let port { try checkOption("--port", port, in: 0...65_535) }
         _ = try clusterConfiguration()
         _ = try etcdSettings()
         try etcdStart.check(etcdGiven: etcd != nil)
@@ -299,41 +293,41 @@ struct ServeCommand: AsyncParsableCommand {
         {
             throw ValidationError("--tls-only cannot serve a cluster: its redirections name the nodes' plain ports")
         }
-        try check("--loops", loops, in: 1...64)
-        try check("--debounce-ms", debounceMilliseconds, in: 0...86_400_000)
+        try checkOption("--loops", loops, in: 1...64)
+        try checkOption("--debounce-ms", debounceMilliseconds, in: 0...86_400_000)
         var ranges = ServerConfiguration()
         try runControl.apply(to: &ranges, maxRunning: maxRunning)
-        try check("--timeout-ms", timeoutMilliseconds, in: 0...86_400_000)
-        try check("--max-running", maxRunning, in: 0...1_000_000)
-        try check("--max-clients", maxClients, in: 1...1_000_000)
+        try checkOption("--timeout-ms", timeoutMilliseconds, in: 0...86_400_000)
+        try checkOption("--max-running", maxRunning, in: 0...1_000_000)
+        try checkOption("--max-clients", maxClients, in: 1...1_000_000)
         if let maxRequestBytes {
-            try check("--max-request-bytes", maxRequestBytes, in: 64...(1 << 30))
+            try checkOption("--max-request-bytes", maxRequestBytes, in: 64...(1 << 30))
             guard clientQueryBufferLimit.bytes == RESPLimits.defaultMaxQueryBufferBytes else {
                 throw ValidationError(
                     "--max-request-bytes is the deprecated name of --client-query-buffer-limit: give one of them")
             }
         }
-        try check("--client-query-buffer-limit", queryBufferLimit, in: 64...(1 << 40))
+        try checkOption("--client-query-buffer-limit", queryBufferLimit, in: 64...(1 << 40))
         if let protoMaxBulkLen {
-            try check("--proto-max-bulk-len", protoMaxBulkLen.bytes, in: 1...(1 << 40))
+            try checkOption("--proto-max-bulk-len", protoMaxBulkLen.bytes, in: 1...(1 << 40))
             guard protoMaxBulkLen.bytes <= queryBufferLimit else {
                 throw ValidationError(
                     "--proto-max-bulk-len (\(protoMaxBulkLen)) is larger than --client-query-buffer-limit "
                         + "(\(ByteCount(queryBufferLimit))): no request could carry such an argument")
             }
         }
-        try check("--max-arguments", maxArguments, in: 1...Int(Int32.max))
-        try check("--max-transaction-bytes", maxTransactionBytes, in: 64...TransactionQueue.largestCapacity)
-        try check("--drain-timeout-ms", drainTimeoutMilliseconds, in: 0...3_600_000)
-        try check("--upstream-connect-timeout-ms", upstreamConnectTimeoutMilliseconds, in: 1...3_600_000)
-        try check("--upstream-reply-timeout-ms", upstreamReplyTimeoutMilliseconds, in: 1...3_600_000)
-        try check("--upstream-max-connections", upstreamMaxConnections, in: 1...1_000_000)
+        try checkOption("--max-arguments", maxArguments, in: 1...Int(Int32.max))
+        try checkOption("--max-transaction-bytes", maxTransactionBytes, in: 64...TransactionQueue.largestCapacity)
+        try checkOption("--drain-timeout-ms", drainTimeoutMilliseconds, in: 0...3_600_000)
+        try checkOption("--upstream-connect-timeout-ms", upstreamConnectTimeoutMilliseconds, in: 1...3_600_000)
+        try checkOption("--upstream-reply-timeout-ms", upstreamReplyTimeoutMilliseconds, in: 1...3_600_000)
+        try checkOption("--upstream-max-connections", upstreamMaxConnections, in: 1...1_000_000)
         if let traceCapacity {
             guard trace != nil else {
                 throw ValidationError(
                     "--trace-capacity needs --trace (TASK.TRACE START takes a capacity of its own)")
             }
-            try check("--trace-capacity", traceCapacity, in: RegistryServer.traceCapacities)
+            try checkOption("--trace-capacity", traceCapacity, in: RegistryServer.traceCapacities)
         }
         if let trace {
             do { try TraceFileTarget.check(trace) } catch { throw ValidationError("\(error)") }
