@@ -67,6 +67,7 @@ struct RegistryHarness<Key: Hashable & Sendable> {
         #expect(
             registry.core.startPass.endedCount == 0, "an ended task kept past shutdown", sourceLocation: sourceLocation)
         #expect(registry.core.runNotes.count == 0, "a run's note kept past its end", sourceLocation: sourceLocation)
+        #expect(registry.identityStreams.isEmpty, "a sequence still followed", sourceLocation: sourceLocation)
         loop.shutdown()
         #expect(loop.openTimerCount == 0, sourceLocation: sourceLocation)
         #expect(loop.queuedWorkCount == 0, sourceLocation: sourceLocation)

@@ -183,7 +183,10 @@ extension RegistryCore {
             // The closure captures the context and the action alone (the record and the
             // generation are the context's): its capture box stays under 128 bytes, a size
             // glibc's malloc recycles from a fast bin.
-            record.runningTask = RunTask(executorPreference: loop, priority: record.options.priority) {
+            record.runningTask = RunTask(
+                name: runTaskName(record, generation: generation), executorPreference: loop,
+                priority: record.options.priority
+            ) {
                 () async throws -> Void in
                 var failure: (any Error)?
                 // The action is `nonisolated(nonsending)`: it runs right here, on the loop, with
@@ -229,7 +232,10 @@ extension RegistryCore {
         _ record: AnyTaskRecord, generation: UInt64, on executor: any TaskExecutor, _ context: TaskContext,
         _ action: @escaping TaskAction
     ) -> RunTask {
-        RunTask(executorPreference: executor, priority: record.options.priority) { () async throws -> Void in
+        RunTask(
+            name: runTaskName(record, generation: generation), executorPreference: executor,
+            priority: record.options.priority
+        ) { () async throws -> Void in
             var failure: (any Error)?
             do {
                 try await CurrentRun.$marker.withValue(CurrentRun(record: record, generation: generation)) {

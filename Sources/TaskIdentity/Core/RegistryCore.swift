@@ -60,6 +60,8 @@ final class RegistryCore: @unchecked Sendable {
     let runNotes = RunNotes()
     /// Where what would otherwise be swallowed is reported (see `LibraryLog`).
     let log: LibraryLog
+    /// How runs' Swift tasks are named, or nil for unnamed runs (`RegistryConfiguration.namesRuns`).
+    let runNaming: RunNaming?
 
     /// `log.debug`, for the registry's inlinable paths (out of line: they fail rarely).
     @usableFromInline @inline(never)
@@ -69,6 +71,7 @@ final class RegistryCore: @unchecked Sendable {
         loop: any TaskLoop, configuration: RegistryConfiguration, phaseStreams: AnyObject, runHook: (any RunHook)?
     ) {
         self.log = configuration.log
+        self.runNaming = RunNaming.of(configuration)
         self.limits = LimitQueues(defaultLimit: configuration.concurrencyLimit)
         self.runHook = runHook
         self.phaseStreams = phaseStreams

@@ -35,7 +35,7 @@ protocol KeyedTaskAction: AnyObject, Sendable {
     /// record's key (of this action's key type: a template for `Key` is declared only on a
     /// `TaskRegistry<Key>`). Loop thread only.
     func makeRunTask<RecordKey>(
-        key: RecordKey, context: TaskContext, executor: any TaskExecutor, priority: TaskPriority
+        key: RecordKey, context: TaskContext, executor: any TaskExecutor, priority: TaskPriority, name: String?
     ) -> RunTask
 
     /// Calls the action with `key`, as `makeRunTask` does (off the loop, inside the run's task).
@@ -51,12 +51,13 @@ final class KeyedAction<Key: Hashable & Sendable>: KeyedTaskAction {
     }
 
     func makeRunTask<RecordKey>(
-        key recordKey: RecordKey, context: TaskContext, executor: any TaskExecutor, priority: TaskPriority
+        key recordKey: RecordKey, context: TaskContext, executor: any TaskExecutor, priority: TaskPriority,
+        name: String?
     ) -> RunTask {
         let key = Self.ownKey(recordKey)
         let action = self.action
         // As `RegistryCore.startTask`'s task, with the key passed straight to the action.
-        return RunTask(executorPreference: executor, priority: priority) { () async throws -> Void in
+        return RunTask(name: name, executorPreference: executor, priority: priority) { () async throws -> Void in
             var failure: (any Error)?
             // The action is `nonisolated(nonsending)`: it runs right here, on the loop, with
             // the run's marker bound for it and its child tasks (`shutdown()` reads it).

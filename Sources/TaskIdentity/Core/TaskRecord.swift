@@ -165,7 +165,9 @@ final class TaskRecord<Key: Hashable & Sendable>: AnyTaskRecord, @unchecked Send
     }
 
     override func makeKeyedRunTask(_ keyed: any KeyedTaskAction, _ context: TaskContext) -> RunTask {
-        keyed.makeRunTask(key: key, context: context, executor: loop, priority: options.priority)
+        keyed.makeRunTask(
+            key: key, context: context, executor: loop, priority: options.priority,
+            name: core.runTaskName(self, generation: context.generation))
     }
 
     override func callKeyed(_ keyed: any KeyedTaskAction, _ context: TaskContext) async throws {

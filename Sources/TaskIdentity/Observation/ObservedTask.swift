@@ -224,18 +224,8 @@ extension TaskRegistry {
         stopObserving(ObserverKey(key: tracker.key, name: tracker.name))
         let error = ObservationCycleError(chain: run.chain, limit: maxObservationDepth)
         // At once, whatever the task's debounce, throttle or policy: the failure is the news.
-        var values = tracker.values
-        values.debounce = .zero
-        values.throttle = .zero
-        values.policy = .cancelPrevious
-        values.progressDelay = nil
-        values.timeout = nil
-        values.rareNumber = 0
-        values.limitBits = 0
-        values.synchronousDelay = .zero
-        apply(
-            tracker.key, name: tracker.name, identity: ErasedIdentity(value), values: values,
-            body: .synchronous({ _ in throw error }), observed: true)
+        declareFailure(
+            tracker.key, name: tracker.name, values: tracker.values, error: error, observed: true, identity: value)
         if let record = record(tracker.key, tracker.name) { core.trace(record, record.generation, .cycleStopped) }
     }
 }

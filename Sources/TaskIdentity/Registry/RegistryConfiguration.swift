@@ -40,6 +40,17 @@ public struct RegistryConfiguration: Sendable {
     /// `traceCapacity` events, as `startTrace(capacity:)` would (at least 1). `nil` (the
     /// default) records nothing until `startTrace` is called.
     public var traceCapacity: Int?
+    /// Whether each run's Swift task carries a name (SE-0469), `"<task name> <key>#<generation>"`
+    /// (`"main session-7#3"`), which debuggers, `swift-inspect` and crash logs show, and
+    /// `Task.name` reads inside the action. Off by default: a name is a string made per run
+    /// (docs/BENCHMARKS.md, "Named runs", measures it). Synchronous runs have no task to name.
+    public var namesRuns = false
+
+    /// The caller's own name for each run, from its slot's key and its identity (`NoIdentity`
+    /// for a task declared without one); setting it names runs whatever `namesRuns` says.
+    /// Called on the loop thread as each run starts; keep it cheap and free of side effects.
+    public var runName: (@Sendable (_ key: any Hashable & Sendable, _ identity: any Hashable & Sendable) -> String)?
+
     /// How long runs under way may take to finish when the registry runs as a
     /// swift-service-lifecycle `Service` and the group shuts down gracefully
     /// (`shutdown(gracePeriod:)`); nil (the default): they are cancelled at once (`shutdown()`).

@@ -47,6 +47,8 @@ extension TaskRegistry {
                 addObserver(continuation, key: key, name: name)
             case .unobserve(let observerKey, let id):
                 removeObserver(observerKey, id: id)
+            case .followIdentities(let start):
+                start(self)
             }
         }
         postedBuffer.removeAll(keepingCapacity: true)
@@ -58,7 +60,7 @@ extension TaskRegistry {
         switch operation {
         case .flush(let continuation): continuation.resume()
         case .observe(_, _, let continuation): continuation.finish()
-        case .declare, .remove, .control, .unobserve: break
+        case .declare, .remove, .control, .unobserve, .followIdentities: break
         #if Tracing
             case .declareTraced: break
         #endif

@@ -163,6 +163,7 @@ extension TaskRegistry {
         // An observed task would declare again on the next change: its tracking ends now.
         for tracker in observations.values { tracker.stop() }
         observations = [:]
+        stopFollowingAll()
         slots.forEachRecord { core.dropPending($0, reason: .registryShutDown) }
         core.whenQuiesced(awaitingRun: awaitingRun) { [self] in self.applyShutdown() }
         guard !core.shutdown.isFinal else { return }
@@ -196,6 +197,7 @@ extension TaskRegistry {
         for first in slots.removeAllSlots() { cancelRemovedSlot(first, reason: .registryShutDown) }
         for tracker in observations.values { tracker.stop() }
         observations = [:]
+        stopFollowingAll()
         removedRunning = [:]
         core.closeTimers()
         core.whenQuiesced { [phaseStreams] in phaseStreams.finishAll() }

@@ -52,6 +52,9 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
     /// The tracking of each observed task (`task(_:tracking:…)`), by slot and name. Unchecked
     /// exclusivity: loop thread only.
     @exclusivity(unchecked) @usableFromInline var observations: [ObserverKey: AnyIdentityTracker] = [:]
+    /// The consumption of each task declared from a sequence (`task(_:identities:…)`), by slot
+    /// and name. Unchecked exclusivity: loop thread only.
+    @exclusivity(unchecked) var identityStreams: [ObserverKey: IdentityStreamConsumer<Key>] = [:]
     /// Where subscriptions post the observed tasks to re-evaluate, from any thread.
     let observationInbox: ObservationInbox
     /// The end of `startShutdown(gracePeriod:)`'s grace period, while it runs. Loop thread only.
@@ -84,6 +87,7 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
         case flush(UnsafeContinuation<Void, Never>)
         case observe(Key, TaskName, AsyncStream<TaskPhaseUpdate>.Continuation)
         case unobserve(ObserverKey, UInt64)
+        case followIdentities(@Sendable (TaskRegistry<Key>) -> Void)
     }
 
     @usableFromInline
@@ -155,6 +159,8 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
         let core = self.core
         // Subscriptions may outlive the registry in the models' registrars: detach them now.
         for tracker in observations.values { tracker.subscription.cancel() }
+        // Consumers hold the registry weakly: stop them, or they would wait for their next element.
+        for consumer in identityStreams.values { consumer.task?.cancel() }
         // Shut down already (by `startShutdown`, `shutdown` or its loop's hook, which closed the
         // queue first and held the registry until it was done): nothing is left to release.
         if posted.isClosed { return }
@@ -417,6 +423,7 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
         var next: TaskRecord<Key>? = first
         while let record = next {
             if !observations.isEmpty { stopObserving(ObserverKey(key: key, name: record.name)) }
+            if !identityStreams.isEmpty { stopFollowing(ObserverKey(key: key, name: record.name)) }
             core.remove(record, reason: reason)
             if record.state.endingRuns > 0 && reason == .removed {
                 removedRunning[ObserverKey(key: key, name: record.name)] = record
@@ -433,18 +440,4 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
         let observerKey = ObserverKey(key: record.key, name: record.name)
         if removedRunning[observerKey] === record { removedRunning[observerKey] = nil }
     }
-}
-
-/// The stored identity of a declaration: `NoIdentity` for none, the value itself for one, a
-/// `CompoundIdentity` for several.
-@inlinable
-func makeIdentity<each ID: Hashable & Sendable>(_ id: repeat each ID) -> any Hashable & Sendable {
-    // Counted first, so that a single value is wrapped once, straight into the result (making
-    // a `NoIdentity` to overwrite cost about 120 instructions a declaration).
-    var count = 0
-    for _ in repeat each id { count += 1 }
-    if count == 1 {
-        for value in repeat each id { return value }
-    }
-    return count == 0 ? NoIdentity() : CompoundIdentity(repeat each id)
 }
