@@ -112,6 +112,13 @@ final class LimitQueue {
         if emptied { lanes.remove(at: index) }
     }
 
+    /// Moves the waiter at `link` to the lane of `priority` (a waiter raised it), last among
+    /// that lane's waiters as a newcomer would be; returns its new link.
+    func move(_ link: LimitQueueLink, of record: AnyTaskRecord, to priority: UInt8, now: UInt64) -> LimitQueueLink {
+        leave(link)
+        return join(record, priority: priority, now: now)
+    }
+
     /// Takes out the first waiter of the highest priority, if any.
     func removeHead() -> Waiter? {
         guard !lanes.isEmpty else { return nil }

@@ -83,6 +83,10 @@ extension TaskRegistry {
                 continuation.finish()
             }
         }
+        // Asked for from a task, which will wait on it: the task's generation is raised to it.
+        if let priority = withUnsafeCurrentTask(body: { $0?.priority }) {
+            try? escalate(key, name: name, to: priority)
+        }
         return stream
     }
 

@@ -39,6 +39,8 @@ extension RegistryCore {
         if let run = sharedRuns.run(for: key) {
             run.members.append((record, generation))
             record.makeRare().sharedRuns.append((generation, run))
+            // A slot of a higher priority waits for this run now: the run is raised to it.
+            raise(run.task, to: record.options.values.priority)
             tally { $0.joined &+= 1 }
             if trace != nil { trace(record, generation, .joinedRun) }
             pushProgressEntry(record, generation: generation)

@@ -127,6 +127,8 @@ extension RegistryCore {
         } else {
             startBody(record, generation: generation, body)
         }
+        // Raised by a waiter before it started (`escalate`): a flag, false until the first raise.
+        if startsMayBeRaised, let raised = record.rare?.raisedPriority { startedRaised(record, raised) }
         // Under `appendInOrder`, the next identity waits beside this run from now on.
         if mayHaveRareState && record.options.appendMaxQueued != 0 { declareNextAppended(record) }
     }

@@ -60,6 +60,9 @@ final class RegistryCore: @unchecked Sendable {
     let runNotes = RunNotes()
     /// Where what would otherwise be swallowed is reported (see `LibraryLog`).
     let log: LibraryLog
+    /// Whether a generation was ever raised before it started (`escalate`): until then, starts
+    /// do not look for a raise. Loop thread only.
+    var startsMayBeRaised = false
     /// How runs' Swift tasks are named, or nil for unnamed runs (`RegistryConfiguration.namesRuns`).
     let runNaming: RunNaming?
 

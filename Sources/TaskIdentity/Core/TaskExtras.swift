@@ -43,6 +43,9 @@ final class RareTaskState: TaskExtras {
     /// The shared runs this record's runs are in (joined, or left and still ending), by
     /// generation.
     var sharedRuns: [(generation: UInt64, run: SharedRun)] = []
+    /// The priority a waiter raised a queued generation to (`escalate`), applied to its task
+    /// when it starts.
+    var raisedPriority: (generation: UInt64, priority: UInt8)?
     /// The error of the run that failed, while the phase says `failed`.
     var failure: (any Error)?
     /// The task re-declared in this removed task's place, which waits for its runs to end

@@ -49,7 +49,7 @@ extension TaskRegistry {
         try control(key, name, .dropPending)
     }
 
-    private func control(_ key: Key, _ name: TaskName, _ control: TaskControl) throws(RegistryError) {
+    func control(_ key: Key, _ name: TaskName, _ control: TaskControl) throws(RegistryError) {
         if loop.inLoop {
             guard !core.isShutDown else { throw .shutDown }
             applyControl(key, name, control)
@@ -65,6 +65,7 @@ extension TaskRegistry {
         case .cancel: core.cancelByCaller(record)
         case .runNow: core.runNow(record)
         case .dropPending: core.dropPending(record)
+        case .escalate(let priority): core.escalate(record, to: priority)
         }
     }
 }

@@ -1,0 +1,151 @@
+import Testing
+import UVLoop
+
+@testable import TaskIdentity
+
+/// Priority escalation (SE-0462): what waits for a generation raises it. In virtual time.
+@Suite("Priority escalation")
+struct EscalationTests {
+    @Test func aLowRunIsRaisedWhenAHighTaskAwaitsItsResult() throws {
+        let h = RegistryHarness<String>()
+        let (loop, registry, log) = (h.loop, h.registry, h.log)
+        try registry.task("report", id: 1, priority: .low) { context in
+            log.add("starts at \(Task.currentPriority)")
+            try await withTaskPriorityEscalationHandler {
+                try await context.clock.sleep(for: .milliseconds(100))
+            } onPriorityEscalated: { _, raised in
+                log.add("escalated to \(raised)")
+            }
+            log.add("ends at \(Task.currentPriority)")
+            context.commit(result: 42)
+        }
+        loop.advance(ms: 10)
+        let answer = Confined<Int?>(nil)
+        let waiter = Task(executorPreference: loop, priority: .high) {
+            answer.value = try? await registry.awaitResult(of: "report", as: Int.self)
+        }
+        loop.advance(ms: 100)
+        #expect(
+            log.take() == [
+                "starts at \(TaskPriority.low)", "escalated to \(TaskPriority.high)", "ends at \(TaskPriority.high)",
+            ])
+        #expect(answer.value == 42)
+        waiter.cancel()
+        h.finish()
+    }
+
+    @Test func awaitingAnUndeclaredTaskAnswersNil() async throws {
+        let loop = UVLoop(name: "await-undeclared")
+        try loop.start()
+        let registry = TaskRegistry<String>(loop: loop)
+        #expect(try await registry.awaitResult(of: "nothing", as: Int.self) == nil)
+        try registry.task("a", id: 1) { context in context.commit(result: "done") }
+        await registry.flush()
+        // Declared, and maybe already over: its result either way.
+        #expect(try await registry.awaitResult(of: "a", as: String.self) == "done")
+        await registry.shutdown()
+        await loop.shutdown()
+    }
+
+    /// A queued `.low` generation moves ahead of `.medium` ones once a `.high` waiter arrives,
+    /// and starts at `.high`.
+    @Test func aQueuedLowGenerationMovesAheadOfMediumOnesForAHighWaiter() throws {
+        let h = RegistryHarness<String>()
+        let (loop, registry, log) = (h.loop, h.registry, h.log)
+        let limit = try ConcurrencyLimit(maxRunning: 1)
+        func declare(_ key: String, _ priority: TaskPriority) throws {
+            try registry.task(key, id: 1, priority: priority, limit: limit) { context in
+                log.add("\(key) starts at \(Task.currentPriority)")
+                try await context.clock.sleep(for: .milliseconds(10))
+            }
+        }
+        try declare("busy", .medium)
+        loop.advance(ms: 1)
+        try declare("m1", .medium)
+        try declare("low", .low)
+        try declare("m2", .medium)
+        loop.advance(ms: 1)
+        #expect(try registry.limitState(of: limit).queued == 3)
+        let waiter = Task(executorPreference: loop, priority: .high) {
+            _ = try? await registry.awaitResult(of: "low", as: Int.self)
+        }
+        loop.advance(ms: 100)
+        #expect(
+            log.take() == [
+                "busy starts at \(TaskPriority.medium)", "low starts at \(TaskPriority.high)",
+                "m1 starts at \(TaskPriority.medium)", "m2 starts at \(TaskPriority.medium)",
+            ])
+        waiter.cancel()
+        h.finish()
+    }
+
+    /// Without a waiter the queue keeps its order: priority, then arrival.
+    @Test func withoutAWaiterTheQueueKeepsItsOrder() throws {
+        let h = RegistryHarness<String>()
+        let (loop, registry, log) = (h.loop, h.registry, h.log)
+        let limit = try ConcurrencyLimit(maxRunning: 1)
+        for (key, priority) in [("busy", TaskPriority.medium), ("m1", .medium), ("low", .low), ("m2", .medium)] {
+            try registry.task(key, id: 1, priority: priority, limit: limit) { context in
+                log.add(key)
+                try await context.clock.sleep(for: .milliseconds(10))
+            }
+        }
+        loop.advance(ms: 100)
+        #expect(log.take() == ["busy", "m1", "m2", "low"])
+        h.finish()
+    }
+
+    @Test func aSharedRunIsRaisedWhenAJoinedSlotIsRaised() throws {
+        let h = RegistryHarness<String>()
+        let (loop, registry, log) = (h.loop, h.registry, h.log)
+        func template(_ priority: TaskPriority) throws -> TaskTemplate<String> {
+            try TaskTemplate<String>(priority: priority, sharesRuns: true) { key, context in
+                log.add("\(key) runs at \(Task.currentPriority)")
+                try await context.clock.sleep(for: .milliseconds(50))
+                log.add("ends at \(Task.currentPriority)")
+            }
+        }
+        let low = try template(.low)
+        try registry.task("a", id: "q", template: low)
+        loop.advance(ms: 10)
+        try registry.task("b", id: "q", template: low)
+        loop.advance(ms: 0)  // b joins a's run
+        try registry.escalate("b", to: .high)
+        loop.advance(ms: 100)
+        #expect(log.take() == ["a runs at \(TaskPriority.low)", "ends at \(TaskPriority.high)"])
+        h.finish()
+    }
+
+    /// Raised while it waits out its debounce window: its task starts raised.
+    @Test func aGenerationRaisedBeforeItStartsStartsRaised() throws {
+        let h = RegistryHarness<String>()
+        let (loop, registry, log) = (h.loop, h.registry, h.log)
+        try registry.task("a", id: 1, priority: .low, debounce: .milliseconds(20)) { _ in
+            log.add("starts at \(Task.currentPriority)")
+        }
+        loop.advance(ms: 10)
+        try registry.escalate("a", to: .high)
+        loop.advance(ms: 10)
+        try registry.task("a", id: 2, priority: .low) { _ in log.add("next starts at \(Task.currentPriority)") }
+        loop.advance(ms: 0)
+        #expect(log.take() == ["starts at \(TaskPriority.high)", "next starts at \(TaskPriority.low)"])
+        h.finish()
+    }
+
+    @Test func aHighTaskWatchingThePhasesRaisesTheRun() throws {
+        let h = RegistryHarness<String>()
+        let (loop, registry, log) = (h.loop, h.registry, h.log)
+        try registry.task("a", id: 1, priority: .low) { context in
+            try await context.clock.sleep(for: .milliseconds(50))
+            log.add("ends at \(Task.currentPriority)")
+        }
+        loop.advance(ms: 10)
+        let watcher = Task(executorPreference: loop, priority: .high) {
+            for await update in registry.phaseUpdates(of: "a") where update.phase.isFinal { break }
+        }
+        loop.advance(ms: 100)
+        #expect(log.take() == ["ends at \(TaskPriority.high)"])
+        watcher.cancel()
+        h.finish()
+    }
+}
