@@ -1,7 +1,6 @@
 import ArgumentParser
-import TaskIdentity
-
 import Foundation
+import TaskIdentity
 
 /// `taskid replay TRACE.json`: a recorded trace's declarations, declared again in virtual time
 /// under the recorded settings and under new ones, side by side with the trace itself
@@ -81,7 +80,9 @@ struct ReplayCommand: ParsableCommand {
         recordedSettings.backend = .recorded
         if let debounceMilliseconds { settings.debounce = .milliseconds(debounceMilliseconds) }
         if let throttleMilliseconds { settings.throttle = .milliseconds(throttleMilliseconds) }
-        if let maxWaitMilliseconds { settings.maxWait = maxWaitMilliseconds == 0 ? nil : .milliseconds(maxWaitMilliseconds) }
+        if let maxWaitMilliseconds {
+            settings.maxWait = maxWaitMilliseconds == 0 ? nil : .milliseconds(maxWaitMilliseconds)
+        }
         if let limit { settings.maxRunning = limit == 0 ? nil : limit }
         let clock = ContinuousClock()
         let began = clock.now

@@ -53,7 +53,8 @@ struct ReplayReport {
         for row in rows {
             let cells = row.enumerated().map { column, cell in
                 column == 0
-                    ? cell.padding(toLength: widths[0]) : String(repeating: " ", count: widths[column] - cell.count) + cell
+                    ? cell.padding(toLength: widths[0])
+                    : String(repeating: " ", count: widths[column] - cell.count) + cell
             }
             lines.append(cells.joined(separator: "   "))
         }
@@ -69,8 +70,13 @@ struct ReplayReport {
         }
         func settings(_ settings: TraceReplay.Settings) -> String {
             let backend: String
-            if case .fixed(let duration) = settings.backend { backend = milliseconds(duration) } else { backend = #""trace""# }
-            return #"{"debounce_ms":\#(milliseconds(settings.debounce)),"throttle_ms":\#(milliseconds(settings.throttle)),"#
+            if case .fixed(let duration) = settings.backend {
+                backend = milliseconds(duration)
+            } else {
+                backend = #""trace""#
+            }
+            return
+                #"{"debounce_ms":\#(milliseconds(settings.debounce)),"throttle_ms":\#(milliseconds(settings.throttle)),"#
                 + #""max_wait_ms":\#(settings.maxWait.map(milliseconds) ?? "null"),"#
                 + #""limit":\#(settings.maxRunning.map(String.init) ?? "null"),"backend_ms":\#(backend)}"#
         }
