@@ -98,6 +98,28 @@ struct ReadmeExampleTests {
         #expect(loop.openTimerCount == 0)
     }
 
+    /// "Identities from a sequence": a burst of queries from a stream, one search for the last.
+    @Test func aStreamOfQueriesRunsOneSearchForTheLast() throws {
+        let loop = TestLoop()
+        let registry = TaskRegistry<String>(loop: loop)
+        let (queries, typed) = AsyncStream.makeStream(of: String.self, bufferingPolicy: .bufferingNewest(1))
+        try registry.task("box", identities: queries, debounce: .milliseconds(250)) { query, context in
+            context.commit(result: try await search(query))
+        }
+        typed.yield("s")  // from any thread: each element is a declaration
+        typed.yield("sw")
+        loop.advance(by: .milliseconds(250))  // one search, for "sw"; typed.finish() would remove the slot
+
+        #expect(try registry.result(of: "box", as: [String].self) == ["swift", "swim", "swing", "sweet"])
+        #expect(try registry.counters.started == 1)
+        typed.finish()
+        loop.advance(by: .zero)
+        #expect(try registry.contains("box") == false)
+        registry.startShutdown()
+        loop.run()
+        loop.shutdown()
+    }
+
     /// "Identities that track their own dependencies": the avatar follows its URL, ignores the
     /// `@ObservationIgnored` scale and its own writes.
     @Test func theAvatarFollowsItsURLAndIgnoresTheScaleAndItsOwnWrites() throws {
@@ -141,17 +163,8 @@ struct ReadmeExampleTests {
         loop.advance(by: .milliseconds(250))
         let trace = try registry.stopTrace()!
         let json = trace.json()  // Trace Event JSON: open it in Perfetto or chrome://tracing
-        // trace.lines, the same events as text:
-        //   0ms box g1 declared s
-        //   0ms box g1 debounce until 250ms
-        //   0ms box g2 declared sw
-        //   0ms box g1 dropped(supersededByPolicy)
-        //   0ms box g2 debounce until 250ms
-        //   250ms box g2 debounce closed
-        //   250ms box g2 started
-        //   250ms box g2 commit
-        //   250ms box g2 result
-        //   250ms box g2 ended finished
+        // trace.lines, the same as text: "0ms box g1 declared s", "0ms box g2 declared sw",
+        //   "0ms box g1 dropped(supersededByPolicy)", …, "250ms box g2 started", "250ms box g2 ended finished"
 
         #expect(json.hasPrefix(#"{"traceEvents":["#))
         #expect(

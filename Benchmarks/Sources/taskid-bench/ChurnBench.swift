@@ -33,6 +33,10 @@ struct ChurnBench: ParsableCommand {
         name: .customLong("action-us"),
         help: "CPU time each action computes, in microseconds (0: actions only record their change).")
     var actionMicroseconds = 0
+    @Flag(
+        name: .customLong("names-runs"),
+        help: "Registry only: name each run's Swift task (RegistryConfiguration.namesRuns), to measure what a name costs.")
+    var namesRuns = false
     @OptionGroup var common: CommonOptions
 
     func validate() throws {
@@ -125,7 +129,9 @@ struct ChurnBench: ParsableCommand {
         let group = try UVLoopGroup(loops: loops, namePrefix: "churn")
         defer { try? group.syncShutdown() }
         // Slot s belongs to shard s % loops, so each loop owns its slots (and its ledger part).
-        let sharded = ShardedTaskRegistry<Int>(group: group, shardHash: { $0 })
+        var configuration = RegistryConfiguration()
+        configuration.namesRuns = namesRuns
+        let sharded = try ShardedTaskRegistry<Int>(group: group, configuration: configuration, shardHash: { $0 })
         let shards = sharded.shards
         try common.tracing.start(shards, on: group.loops)
         let debounce = Duration.milliseconds(debounceMilliseconds)

@@ -52,12 +52,15 @@ public struct TraceReplay: Sendable {
     ///
     /// A value: may be used on any thread.
     public struct Settings: Sendable, Hashable, CustomStringConvertible {
+        /// Every task's `debounce:` (zero: none).
         public var debounce: Duration
+        /// Every task's `throttle:` (zero: none).
         public var throttle: Duration
-        /// nil: no bound on a debounce window that keeps re-opening.
+        /// Every task's `maxWait:`; nil: no bound on a debounce window that keeps re-opening.
         public var maxWait: Duration?
         /// The most runs at once (one `ConcurrencyLimit` for every task); nil: no limit.
         public var maxRunning: Int?
+        /// How long each run's backend call takes.
         public var backend: Backend
 
         /// Settings; every value at "none" by default. May be called from any thread.
@@ -85,7 +88,7 @@ public struct TraceReplay: Sendable {
         }
     }
 
-    /// What the runs of a trace, or of a replay, came to.
+    /// What the runs of a trace, or of a replay, came to (each field: see docs/REPLAY.md's rows).
     ///
     /// A value: may be used on any thread.
     public struct Figures: Sendable, Hashable {
@@ -100,8 +103,9 @@ public struct TraceReplay: Sendable {
         /// `backendCalls - answers`.
         public var wastedCalls: Int
         /// Time from a task's move to an identity to that identity's answer, over the answers:
-        /// the median and the 99th percentile.
+        /// the median (nearest rank; zero with no answer).
         public var answerP50: Duration
+        /// The same time's 99th percentile (nearest rank; zero with no answer).
         public var answerP99: Duration
         /// The most runs under way at once.
         public var peakRunning: Int
@@ -184,6 +188,7 @@ public struct TraceReplayError: Error, Sendable, Hashable, CustomStringConvertib
     /// The byte offset in the text where reading stopped, when it is a fault of the text.
     public let offset: Int?
 
+    /// `message at byte N`. Any thread.
     public var description: String { offset.map { "\(message) at byte \($0)" } ?? message }
 }
 
