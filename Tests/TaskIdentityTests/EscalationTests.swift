@@ -79,6 +79,80 @@ struct EscalationTests {
         h.finish()
     }
 
+    /// Raised while in its debounce window, it joins the limit's queue at the raised priority.
+    @Test func aGenerationRaisedInItsWindowQueuesAtItsRaisedPriority() throws {
+        let h = RegistryHarness<String>()
+        let (loop, registry, log) = (h.loop, h.registry, h.log)
+        let limit = try ConcurrencyLimit(maxRunning: 1)
+        func declare(_ key: String, _ priority: TaskPriority, debounce: Duration = .zero) throws {
+            try registry.task(key, id: 1, priority: priority, debounce: debounce, limit: limit) { context in
+                log.add("\(key) starts at \(Task.currentPriority)")
+                try await context.clock.sleep(for: .milliseconds(10))
+            }
+        }
+        try declare("busy", .medium)
+        try declare("search", .low, debounce: .milliseconds(5))
+        loop.advance(ms: 1)
+        try declare("m1", .medium)
+        try registry.escalate("search", to: .high)
+        loop.advance(ms: 100)
+        #expect(
+            log.take() == [
+                "busy starts at \(TaskPriority.medium)", "search starts at \(TaskPriority.high)",
+                "m1 starts at \(TaskPriority.medium)",
+            ])
+        h.finish()
+    }
+
+    /// Each attempt of a retried generation starts raised.
+    @Test func everyRetryOfARaisedGenerationStartsRaised() throws {
+        let h = RegistryHarness<String>()
+        let (loop, registry, log) = (h.loop, h.registry, h.log)
+        struct Flaky: Error {}
+        let retry = try RetryPolicy(
+            maxAttempts: 3, initialDelay: .milliseconds(10), maxDelay: .milliseconds(10), jitter: 0)
+        try registry.task("a", id: 1, priority: .low, retry: retry) { context in
+            log.add("attempt at \(Task.currentPriority)")
+            try await context.clock.sleep(for: .milliseconds(5))
+            throw Flaky()
+        }
+        loop.advance(ms: 1)
+        try registry.escalate("a", to: .high)
+        loop.advance(ms: 100)
+        let attempts = log.take()
+        #expect(
+            attempts == ["attempt at \(TaskPriority.low)"]
+                + Array(repeating: "attempt at \(TaskPriority.high)", count: 2))
+        h.finish()
+    }
+
+    /// `awaitResult` answers the awaited generation's own result: nil when it failed or stored
+    /// none, even with an earlier generation's result stored; `.shutDown` after shutdown.
+    @Test func awaitResultAnswersOnlyTheAwaitedGenerationsOwnResult() async throws {
+        let loop = UVLoop(name: "await-own-result")
+        try loop.start()
+        let registry = TaskRegistry<String>(loop: loop)
+        struct Broke: Error {}
+        try registry.task("a", id: 1) { context in context.commit(result: 1) }
+        #expect(try await registry.awaitResult(of: "a", as: Int.self) == 1)
+        let release = AsyncStream.makeStream(of: Void.self)
+        try registry.task("a", id: 2) { _ in
+            for await _ in release.stream {}
+            throw Broke()
+        }
+        await registry.flush()
+        async let failed = registry.awaitResult(of: "a", as: Int.self)
+        // Whether it subscribes before or after the failure, the awaited generation is g2.
+        release.continuation.finish()
+        #expect(try await failed == nil, "failed: not generation 1's result")
+        try registry.task("a", id: 3) { _ in }
+        await registry.flush()
+        #expect(try await registry.awaitResult(of: "a", as: Int.self) == nil, "finished without a result")
+        await registry.shutdown()
+        await #expect(throws: RegistryError.shutDown) { try await registry.awaitResult(of: "a", as: Int.self) }
+        await loop.shutdown()
+    }
+
     /// Without a waiter the queue keeps its order: priority, then arrival.
     @Test func withoutAWaiterTheQueueKeepsItsOrder() throws {
         let h = RegistryHarness<String>()

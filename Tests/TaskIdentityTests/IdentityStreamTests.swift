@@ -143,6 +143,29 @@ struct IdentityStreamTests {
         h.finish()
     }
 
+    /// Removed before its first element came (no record yet): the consumption stops all the same,
+    /// by `remove` and by `removeAll(where:)`.
+    @Test(arguments: [false, true])
+    func removingBeforeTheFirstElementEndsTheIteration(byPredicate: Bool) throws {
+        let h = RegistryHarness<String>()
+        let (loop, registry, log) = (h.loop, h.registry, h.log)
+        let terminated = Confined(false)
+        let (stream, input) = AsyncStream.makeStream(of: Int.self)
+        input.onTermination = { _ in terminated.value = true }
+        try Self.follow(registry, stream, log: log)
+        if byPredicate {
+            #expect(try registry.removeAll { $0 == "a" } == 0, "no slot yet")
+        } else {
+            try registry.remove("a")
+        }
+        input.yield(1)
+        loop.advance(ms: 100)
+        #expect(terminated.value)
+        #expect(log.take().isEmpty)
+        #expect(try !registry.contains("a"))
+        h.finish()
+    }
+
     @Test func shutdownAndRedeclarationEndTheIteration() throws {
         let h = RegistryHarness<String>()
         let (loop, registry, log) = (h.loop, h.registry, h.log)

@@ -109,6 +109,36 @@ struct TraceReplayTests {
         }
     }
 
+    /// Input that could trap a careless reader: a bad surrogate pair, times past 2^64 ns, deep
+    /// nesting. Each is refused, never a crash.
+    @Test(arguments: [
+        (#"{"traceEvents":[{"name":"\uD800\u0041"}]}"#, "a bad surrogate pair"),
+        (#"{"traceEvents":[{"ts":18446744073709551.616}]}"#, "a number out of range"),
+        (#"{"traceEvents":[{"ts":18446744073709551616}]}"#, "a number out of range"),
+        (#"{"traceEvents":[{"other":"# + String(repeating: "[", count: 1_000), "nesting deeper than 64"),
+    ])
+    func hostileTextIsRefusedNotATrap(text: String, message: String) {
+        do {
+            _ = try TraceReplay(json: text)
+            Issue.record("accepted")
+        } catch {
+            #expect(error.message == message)
+        }
+    }
+
+    /// A run cut short with an enormous span: its backend time saturates instead of trapping.
+    @Test func anEnormousSpanIsReplayedWithoutATrap() throws {
+        let text = """
+            {"traceEvents":[{"name":"thread_name","ph":"M","pid":1,"tid":1,"args":{"name":"k"}},
+            {"name":"declared g1","ph":"i","ts":1.000,"pid":1,"tid":1,"args":{"generation":1,"identity":"x"}},
+            {"name":"g1 x","cat":"run","ph":"X","ts":1.000,"dur":18446744073709000.000,"pid":1,"tid":1,\
+            "args":{"generation":1,"identity":"x","phase":"cancelled(removed)"}}]}
+            """
+        let replay = try TraceReplay(json: text)
+        #expect(replay.recordedFigures.backendCalls == 1 && replay.recordedFigures.answers == 0)
+        #expect(try replay.replay(with: TraceReplay.Settings(backend: .fixed(.milliseconds(1)))).answers == 1)
+    }
+
     @Test func aTraceWithNoDeclarationIsRefused() {
         #expect(throws: TraceReplayError(message: "the trace holds no declaration", offset: nil)) {
             try TraceReplay(json: #"{"traceEvents":[],"otherData":{}}"#)

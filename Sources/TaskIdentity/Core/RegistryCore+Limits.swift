@@ -18,7 +18,7 @@ extension RegistryCore {
             // Last among its priority: the queue is ordered by when each slot's identity last
             // changed, as the identity most likely to be kept is the one that has held longest.
             // (The node of a replaced generation went with it, in `releaseRareState`.)
-            let priority = record.options.values.priority
+            let priority = queuePriority(of: record)
             // Only while every place is taken: with one free, the head starts in this pass.
             if queue.isFull && queue.isQueueFull {
                 guard let victim = queue.removeOldestToShed(forNewcomerOf: priority) else {

@@ -15,6 +15,9 @@ struct SharedRunKey: Hashable {
 final class SharedRun {
     let key: SharedRunKey
     let leader: RunKey
+    /// The leader's declared priority, which its task starts at: a slot joining above it
+    /// raises the task.
+    let priority: UInt8
     /// The leader's task.
     var task: RunTask?
     /// The slots in the run now (the leader included while it stays), in order of joining.
@@ -25,6 +28,7 @@ final class SharedRun {
     init(key: SharedRunKey, leader record: AnyTaskRecord, generation: UInt64) {
         self.key = key
         leader = RunKey(record: record, generation: generation)
+        priority = record.options.values.priority
         members = [(record, generation)]
     }
 }
@@ -40,7 +44,8 @@ extension RegistryCore {
             run.members.append((record, generation))
             record.makeRare().sharedRuns.append((generation, run))
             // A slot of a higher priority waits for this run now: the run is raised to it.
-            raise(run.task, to: record.options.values.priority)
+            let priority = queuePriority(of: record)
+            if priority > run.priority { raise(run.task, to: priority) }
             tally { $0.joined &+= 1 }
             if trace != nil { trace(record, generation, .joinedRun) }
             pushProgressEntry(record, generation: generation)

@@ -10,6 +10,8 @@ import TaskLoopCore
 class TaskExtras {
     /// The latest result a current run stored, or nil while none has been.
     final var result: (any Sendable)?
+    /// The generation whose run stored `result` (`awaitResult` answers a generation's own).
+    final var resultGeneration: UInt64 = 0
 
     /// This box as the rare options' state, if it is one (a call, not a cast).
     var rare: RareTaskState? { nil }
@@ -90,6 +92,7 @@ extension AnyTaskRecord {
         if let rare = extras?.rare { return rare }
         let made = RareTaskState()
         made.result = extras?.result
+        made.resultGeneration = extras?.resultGeneration ?? 0
         extras = made
         return made
     }

@@ -85,7 +85,9 @@ class AnyTaskRecord: @unchecked Sendable {
 
     final func storeOwnResult(_ result: any Sendable) {
         core.trace(self, state.runGeneration, .resultStored)
-        makeExtras().result = result
+        let extras = makeExtras()
+        extras.result = result
+        extras.resultGeneration = state.runGeneration
     }
 
     /// Whether the run `generation` is current: this task's current run, or a shared run that

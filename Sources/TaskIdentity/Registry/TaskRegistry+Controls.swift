@@ -89,6 +89,8 @@ extension TaskRegistry {
             applyRemove(key, reason: .removed)
             removed += 1
         }
+        // Slots followed from a sequence that has declared nothing yet: not slots, but stopped.
+        for key in identityStreams.keys where isRemoved(key) { stopFollowing(slot: key) }
         return removed
     }
 }

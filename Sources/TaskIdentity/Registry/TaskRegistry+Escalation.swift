@@ -24,33 +24,45 @@ extension TaskRegistry {
     /// caller is passed on to it (a priority escalation handler): a `.high` task awaiting a
     /// `.low` run runs it at `.high`.
     ///
-    /// - Returns: the stored result as `Value`; nil when the task is not declared, when the
-    ///   generation failed, was cancelled (a newer identity, removal, shutdown) or stored
-    ///   nothing, or when a newer generation replaced it before the result was read.
-    /// - Throws: `RegistryError.shutDown` after shutdown; `.loopNotStarted` before the loop
-    ///   starts.
+    /// - Returns: the result that generation's run stored, as `Value`; nil when the task is not
+    ///   declared, when the generation failed, was cancelled (a newer identity, removal,
+    ///   shutdown) or stored nothing, when its result is not a `Value`, or when a newer
+    ///   generation's run stored its own result before this one's was read.
+    /// - Throws: `RegistryError.shutDown` when the registry has shut down before the generation
+    ///   ended (or before the call); `.loopNotStarted` before the loop starts.
     /// - Note: May be called from any task.
     public func awaitResult<Value>(of key: Key, name: TaskName = .main, as type: Value.Type) async throws(RegistryError)
         -> Value?
     {
         guard loop.hasStarted else { throw .loopNotStarted }
         let updates = phaseUpdates(of: key, name: name)
-        let awaited: UInt64? = await withTaskPriorityEscalationHandler {
+        let loop = self.loop
+        let ended: TaskPhaseUpdate? = await withTaskPriorityEscalationHandler {
             var target: UInt64?
             for await update in updates {
                 // The first update is the task's phase now: generation 0 for no task.
                 if target == nil {
-                    guard update.generation > 0 else { return nil }
+                    guard update.generation > 0 else { return update }
                     target = update.phase.isIdle ? update.generation + 1 : update.generation
                 }
-                if let target, update.generation >= target, update.phase.isFinal { return update.generation }
+                if let target, update.generation >= target, update.phase.isFinal { return update }
             }
-            return nil
+            return nil  // the stream ended first: the registry shut down
         } onPriorityEscalated: { [weak self] _, raised in
-            try? self?.escalate(key, name: name, to: raised)
+            // Called on the thread that escalates this caller, which may be the loop's in the
+            // middle of the core's work (this caller a run the core raises): always a job of
+            // its own, never inline.
+            guard let self else { return }
+            try? loop.execute { try? self.escalate(key, name: name, to: raised) }
         }
-        guard let awaited else { return nil }
-        guard let snapshot = try await snapshot(of: key, name: name), snapshot.generation == awaited else { return nil }
-        return snapshot.result(as: type)
+        guard let ended else { throw .shutDown }
+        guard ended.generation > 0, case .finished = ended.phase else { return nil }
+        let stored = try await onLoop { [self] () -> (any Sendable)? in
+            guard let extras = self.record(key, name)?.extras, extras.resultGeneration == ended.generation else {
+                return nil
+            }
+            return extras.result
+        }
+        return stored as? Value
     }
 }

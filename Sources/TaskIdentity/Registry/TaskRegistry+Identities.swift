@@ -107,14 +107,15 @@ extension TaskRegistry {
     func follow<Identities: AsyncSequence & Sendable>(_ consumer: IdentityStreamConsumer<Key>, _ identities: Identities)
     where Identities.Element: Hashable & Sendable {
         guard !core.isShutDown else { return }
-        stopFollowing(consumer.key)
-        identityStreams[consumer.key] = consumer
+        let key = consumer.key
+        stopFollowing(key)
+        identityStreams[key.key, default: [:]][key.name] = consumer
         consumer.task = Task(executorPreference: loop) { [weak self] in
             var failure: (any Error)?
             do {
                 for try await element in identities {
                     guard let self, !Task.isCancelled else { return }
-                    self.declareStreamed(element, of: consumer)
+                    guard await self.declareStreamed(element, of: consumer) else { return }
                 }
             } catch {
                 failure = error
@@ -123,19 +124,25 @@ extension TaskRegistry {
         }
     }
 
-    /// Declares one element of `consumer`'s sequence. On the loop (the consumer's task prefers
-    /// it); posted if a custom executor ever resumes it elsewhere.
+    /// Declares one element of `consumer`'s sequence, on the loop (the consumer's task prefers
+    /// it; posted if an executor ever resumes it elsewhere). Returns false when the registry
+    /// refuses it for good (shut down): the consumption ends, and nothing more is declared.
     private func declareStreamed<Element: Hashable & Sendable>(
         _ element: Element, of consumer: IdentityStreamConsumer<Key>
-    ) {
+    ) async -> Bool {
         let key = consumer.key
-        do {
-            try declare(
-                key.key, name: key.name, identity: ErasedIdentity(element), values: consumer.values, body: consumer.body
-            )
-        } catch {
-            // Shut down or overloaded: the consumption ends with the registry's refusal.
-            consumer.task?.cancel()
+        while true {
+            do {
+                try declare(
+                    key.key, name: key.name, identity: ErasedIdentity(element), values: consumer.values,
+                    body: consumer.body)
+                return true
+            } catch {
+                // Posted from another thread past `postedCallLimit`: wait for the loop, then
+                // declare again, as any caller should (the element is not lost).
+                guard error.code == .overloaded else { return false }
+                await flush()
+            }
         }
     }
 
@@ -147,10 +154,10 @@ extension TaskRegistry {
             try? loop.execute { [self] in self.streamEnded(consumer, failure: failure) }
             return
         }
-        // Stopped (removed, replaced, shut down): nothing of the task is this stream's now.
-        guard identityStreams[consumer.key] === consumer, !core.isShutDown else { return }
-        identityStreams[consumer.key] = nil
         let key = consumer.key
+        // Stopped (removed, replaced, shut down): nothing of the task is this stream's now.
+        guard identityStreams[key.key]?[key.name] === consumer, !core.isShutDown else { return }
+        stopFollowing(key)
         if let failure {
             declareFailure(key.key, name: key.name, values: consumer.values, error: failure, observed: false)
         } else if consumer.whenFinished == .removeSlot {
@@ -161,12 +168,20 @@ extension TaskRegistry {
     /// Stops the consumption of the task `key`'s sequence, if any: its task is cancelled. Loop
     /// thread only.
     func stopFollowing(_ key: ObserverKey) {
-        identityStreams.removeValue(forKey: key)?.task?.cancel()
+        guard let consumer = identityStreams[key.key]?.removeValue(forKey: key.name) else { return }
+        if identityStreams[key.key]?.isEmpty == true { identityStreams[key.key] = nil }
+        consumer.task?.cancel()
+    }
+
+    /// Stops the consumption of every task of slot `key` followed from a sequence. Loop thread only.
+    func stopFollowing(slot key: Key) {
+        guard let consumers = identityStreams.removeValue(forKey: key) else { return }
+        for consumer in consumers.values { consumer.task?.cancel() }
     }
 
     /// Stops every consumption (shutdown, release). Loop thread only.
     func stopFollowingAll() {
-        for consumer in identityStreams.values { consumer.task?.cancel() }
+        for consumers in identityStreams.values { for consumer in consumers.values { consumer.task?.cancel() } }
         identityStreams = [:]
     }
 

@@ -52,9 +52,10 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
     /// The tracking of each observed task (`task(_:tracking:…)`), by slot and name. Unchecked
     /// exclusivity: loop thread only.
     @exclusivity(unchecked) @usableFromInline var observations: [ObserverKey: AnyIdentityTracker] = [:]
-    /// The consumption of each task declared from a sequence (`task(_:identities:…)`), by slot
-    /// and name. Unchecked exclusivity: loop thread only.
-    @exclusivity(unchecked) var identityStreams: [ObserverKey: IdentityStreamConsumer<Key>] = [:]
+    /// The consumption of each task declared from a sequence (`task(_:identities:…)`), by slot,
+    /// then name: a removal stops a slot's consumers even before their first element declared
+    /// anything. Unchecked exclusivity: loop thread only.
+    @exclusivity(unchecked) var identityStreams: [Key: [TaskName: IdentityStreamConsumer<Key>]] = [:]
     /// Where subscriptions post the observed tasks to re-evaluate, from any thread.
     let observationInbox: ObservationInbox
     /// The end of `startShutdown(gracePeriod:)`'s grace period, while it runs. Loop thread only.
@@ -160,7 +161,7 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
         // Subscriptions may outlive the registry in the models' registrars: detach them now.
         for tracker in observations.values { tracker.subscription.cancel() }
         // Consumers hold the registry weakly: stop them, or they would wait for their next element.
-        for consumer in identityStreams.values { consumer.task?.cancel() }
+        for consumers in identityStreams.values { for consumer in consumers.values { consumer.task?.cancel() } }
         // Shut down already (by `startShutdown`, `shutdown` or its loop's hook, which closed the
         // queue first and held the registry until it was done): nothing is left to release.
         if posted.isClosed { return }
@@ -411,6 +412,8 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
 
     @usableFromInline
     func applyRemove(_ key: Key, reason: CancellationReason) {
+        // A slot followed from a sequence whose first element has not come has no record yet.
+        if !identityStreams.isEmpty { stopFollowing(slot: key) }
         guard let first = slots.removeSlot(key) else { return }
         cancelRemovedSlot(first, reason: reason)
     }
@@ -423,7 +426,6 @@ public final class TaskRegistry<Key: Hashable & Sendable>: @unchecked Sendable {
         var next: TaskRecord<Key>? = first
         while let record = next {
             if !observations.isEmpty { stopObserving(ObserverKey(key: key, name: record.name)) }
-            if !identityStreams.isEmpty { stopFollowing(ObserverKey(key: key, name: record.name)) }
             core.remove(record, reason: reason)
             if record.state.endingRuns > 0 && reason == .removed {
                 removedRunning[ObserverKey(key: key, name: record.name)] = record

@@ -8,6 +8,10 @@
 struct TraceJSONReader {
     private let bytes: [UInt8]
     private var index = 0
+    /// Objects and arrays open around the reader: a bound, so that deep nesting is a fault
+    /// of the text and not a stack overflow.
+    private var depth = 0
+    private static let maxDepth = 64
 
     private init(_ text: String) { bytes = Array(text.utf8) }
 
@@ -134,6 +138,12 @@ struct TraceJSONReader {
 
     private func fault(_ message: String) -> TraceReplayError { TraceReplayError(message: message, offset: index) }
 
+    /// One more object or array open; past `maxDepth` the text is refused.
+    private mutating func enter() throws(TraceReplayError) {
+        depth += 1
+        guard depth <= Self.maxDepth else { throw fault("nesting deeper than \(Self.maxDepth)") }
+    }
+
     private mutating func skipSpace() {
         while let byte = peek, byte == 0x20 || byte == 0x0A || byte == 0x0D || byte == 0x09 { index += 1 }
     }
@@ -148,6 +158,8 @@ struct TraceJSONReader {
         _ field: (inout TraceJSONReader, String) throws(TraceReplayError) -> Void
     ) throws(TraceReplayError) {
         try expect("{")
+        try enter()
+        defer { depth -= 1 }
         var first = true
         while true {
             skipSpace()
@@ -195,7 +207,8 @@ struct TraceJSONReader {
                         guard peek == UInt8(ascii: "u") else { throw fault("a lone surrogate") }
                         index += 1
                         let low = try readHex4()
-                        let value = 0x10000 + ((unit - 0xD800) << 10) + (low &- 0xDC00)
+                        guard (0xDC00..<0xE000).contains(low) else { throw fault("a bad surrogate pair") }
+                        let value = 0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00)
                         guard let scalar = Unicode.Scalar(value) else { throw fault("a bad surrogate pair") }
                         text.unicodeScalars.append(scalar)
                     } else {
@@ -237,8 +250,9 @@ struct TraceJSONReader {
         var digits = 0
         while let byte = peek, byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") {
             let (scaled, overflow) = whole.multipliedReportingOverflow(by: 10)
-            guard !overflow else { throw fault("a number out of range") }
-            whole = scaled &+ UInt64(byte - UInt8(ascii: "0"))
+            let (sum, carry) = scaled.addingReportingOverflow(UInt64(byte - UInt8(ascii: "0")))
+            guard !overflow && !carry else { throw fault("a number out of range") }
+            whole = sum
             digits += 1
             index += 1
         }
@@ -263,8 +277,9 @@ struct TraceJSONReader {
             places += 1
         }
         let (nanoseconds, overflow) = whole.multipliedReportingOverflow(by: 1_000)
-        guard !overflow else { throw fault("a number out of range") }
-        return nanoseconds + fraction
+        let (total, carry) = nanoseconds.addingReportingOverflow(fraction)
+        guard !overflow && !carry else { throw fault("a number out of range") }
+        return total
     }
 
     private mutating func skipValue() throws(TraceReplayError) {
@@ -275,6 +290,8 @@ struct TraceJSONReader {
         case UInt8(ascii: "{"): try readObject { reader, _ throws(TraceReplayError) in try reader.skipValue() }
         case UInt8(ascii: "["):
             index += 1
+            try enter()
+            defer { depth -= 1 }
             var first = true
             while true {
                 skipSpace()

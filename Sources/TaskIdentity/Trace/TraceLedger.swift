@@ -171,10 +171,12 @@ extension TraceLedger {
                 open[entry.track] = nil
                 let identity = identityOf[entry.track]?[generation] ?? ""
                 let key = TraceReplay.durationKey(track: entry.track, identity: identity)
+                // A span from a file may end before it starts (a time past 2^64 ns wraps).
+                let length = entry.time >= run.start ? entry.time - run.start : 0
                 if finished {
-                    measured[key] = entry.time - run.start
+                    measured[key] = length
                 } else {
-                    atLeast[key] = max(atLeast[key] ?? 0, entry.time - run.start)
+                    atLeast[key] = max(atLeast[key] ?? 0, length)
                 }
             default: break
             }

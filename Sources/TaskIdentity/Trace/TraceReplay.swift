@@ -11,8 +11,8 @@ import TaskLoopCore
 /// let replay = try TraceReplay(json: String(decoding: data, as: UTF8.self))
 /// var settings = replay.recordedSettings
 /// settings.debounce *= 2
-/// let figures = replay.replay(with: settings)
-/// print(replay.recordedFigures, replay.replay(with: replay.recordedSettings), figures)
+/// let figures = try replay.replay(with: settings)
+/// print(replay.recordedFigures, try replay.replay(with: replay.recordedSettings), figures)
 /// ```
 ///
 /// A value: may be made and passed on any thread; `replay(with:)` runs on the calling thread.
@@ -172,7 +172,9 @@ public struct TraceReplay: Sendable {
         case .recorded:
             let key = Self.durationKey(track: task, identity: identity)
             if let measured = measured[key] { return measured }
-            return max(atLeast[key].map { $0 + 1_000_000 } ?? 0, medianRun)
+            // Saturating: the times come from a file.
+            let longer = atLeast[key].map { $0.addingReportingOverflow(1_000_000).overflow ? .max : $0 + 1_000_000 }
+            return max(longer ?? 0, medianRun)
         }
     }
 

@@ -60,13 +60,14 @@ struct ReplayCommand: ParsableCommand {
     }
 
     func run() throws {
-        let text: String
-        do {
-            text = try String(contentsOfFile: trace, encoding: .utf8)
-        } catch {
-            printError("taskid replay: cannot read \(trace): \(error.localizedDescription)")
+        let clock = ContinuousClock()
+        let began = clock.now
+        guard let data = FileManager.default.contents(atPath: trace) else {
+            printError("taskid replay: cannot read \(trace)")
             throw ExitCode(66)
         }
+        // Bytes that are not UTF-8 read as U+FFFD: such a file is refused as not a trace (65).
+        let text = String(decoding: data, as: UTF8.self)
         let replay: TraceReplay
         do {
             replay = try TraceReplay(json: text)
@@ -84,8 +85,6 @@ struct ReplayCommand: ParsableCommand {
             settings.maxWait = maxWaitMilliseconds == 0 ? nil : .milliseconds(maxWaitMilliseconds)
         }
         if let limit { settings.maxRunning = limit == 0 ? nil : limit }
-        let clock = ContinuousClock()
-        let began = clock.now
         let asRecorded = try replay.replay(with: recordedSettings)
         let asNew = try replay.replay(with: settings)
         let elapsed = clock.now - began

@@ -9,12 +9,13 @@ struct ReplayReport {
     let newSettings: TraceReplay.Settings
     let asRecorded: TraceReplay.Figures
     let asNew: TraceReplay.Figures
-    /// Wall-clock time of both replays.
+    /// Wall-clock time of the whole command: reading the file and both replays.
     let elapsed: Duration
 
     private var tasks: Int { Set(replay.declarations.map(\.task)).count }
 
-    /// How many times faster than the trace's real time the two replays ran.
+    /// How many times faster than the trace's real time the command ran its two replays (the
+    /// file read included).
     var speedUp: Double {
         let replayed = 2 * seconds(replay.recordedFigures.span)
         return replayed / max(seconds(elapsed), 1e-9)
@@ -24,7 +25,7 @@ struct ReplayReport {
         let trace = replay.recordedFigures
         var lines = [
             "taskid replay \(file): \(trace.declarations) declarations of \(tasks) tasks over "
-                + "\(fixed(seconds(trace.span), 1)) s; replayed twice in \(fixed(seconds(elapsed), 2)) s "
+                + "\(fixed(seconds(trace.span), 1)) s; read and replayed twice in \(fixed(seconds(elapsed), 2)) s "
                 + "(\(Int(speedUp.rounded()))x real time)",
             "",
         ]

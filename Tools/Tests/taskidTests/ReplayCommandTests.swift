@@ -58,7 +58,8 @@ struct ReplayCommandTests {
     static let badInput: [([String], Int32)] = [
         (["replay", "/nonexistent/trace.json"], 66),
         (["replay", "/etc/hostname"], 65),
-        (["replay", "t.json", "--debounce", "-1"], 64),
+        (["replay", "t.json", "--debounce", "86400001"], 64),
+        (["replay", "/bin/true"], 65),
         (["replay", "t.json", "--backend-ms", "fast"], 64),
         (["replay", "t.json", "--limit", "x"], 64),
     ]
