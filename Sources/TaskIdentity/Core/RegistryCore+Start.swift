@@ -185,10 +185,12 @@ extension RegistryCore {
             // The closure captures the context and the action alone (the record and the
             // generation are the context's): its capture box stays under 128 bytes, a size
             // glibc's malloc recycles from a fast bin.
-            record.runningTask = RunTask(
-                name: runTaskName(record, generation: generation), executorPreference: loop,
-                priority: record.options.priority
-            ) {
+            if let name = runTaskName(record, generation: generation) {
+                record.runningTask = makeNamedRunTask(record, context, name, action)
+                pushProgressEntry(record, generation: generation)
+                return
+            }
+            record.runningTask = RunTask(executorPreference: loop, priority: record.options.priority) {
                 () async throws -> Void in
                 var failure: (any Error)?
                 // The action is `nonisolated(nonsending)`: it runs right here, on the loop, with
@@ -209,6 +211,33 @@ extension RegistryCore {
             }
         }
         pushProgressEntry(record, generation: generation)
+    }
+
+    /// A named run's task on the loop, out of line: with a second `Task.init` in `startTask` the
+    /// optimizer stops inlining either (about 100 instructions a W1 change, names off).
+    @inline(never)
+    func makeNamedRunTask(
+        _ record: AnyTaskRecord, _ context: TaskContext, _ name: String, _ action: @escaping TaskAction
+    ) -> RunTask {
+        RunTask.detached(name: name, executorPreference: loop, priority: record.options.priority) {
+            await RegistryCore.runToEnd(context) { try await action(context) }
+        }
+    }
+
+    /// A named run's operation on the loop: the action with the run's marker bound, then its
+    /// end. Named runs (opt-in) pay this call; the unnamed ones write the same lines out in
+    /// their task's closure, because `Task.init(name:…)`, even given nil, is not inlined
+    /// (about 100 instructions a W1 change) and a shared function costs an async frame.
+    static func runToEnd(_ context: TaskContext, _ body: () async throws -> Void) async {
+        var failure: (any Error)?
+        do {
+            try await CurrentRun.$marker.withValue(CurrentRun(record: context.run, generation: context.generation)) {
+                try await body()
+            }
+        } catch {
+            failure = error
+        }
+        context.run.core.runEnded(context.run, generation: context.generation, failure: failure)
     }
 
     /// `startTask` for a template's action, which takes the slot's key: on the loop, the
@@ -234,10 +263,12 @@ extension RegistryCore {
         _ record: AnyTaskRecord, generation: UInt64, on executor: any TaskExecutor, _ context: TaskContext,
         _ action: @escaping TaskAction
     ) -> RunTask {
-        RunTask(
-            name: runTaskName(record, generation: generation), executorPreference: executor,
-            priority: record.options.priority
-        ) { () async throws -> Void in
+        if let name = runTaskName(record, generation: generation) {
+            return makeNamedOffLoopTask(record, generation: generation, on: executor, name) {
+                try await action(context)
+            }
+        }
+        return RunTask(executorPreference: executor, priority: record.options.priority) { () async throws -> Void in
             var failure: (any Error)?
             do {
                 try await CurrentRun.$marker.withValue(CurrentRun(record: record, generation: generation)) {
@@ -246,12 +277,37 @@ extension RegistryCore {
             } catch {
                 failure = error
             }
-            let ending = failure
+            await self.postRunEnded(record, generation: generation, failure: failure)
+        }
+    }
+
+    /// `startOffLoop` for a named run (out of line, as `makeNamedRunTask`).
+    @inline(never)
+    func makeNamedOffLoopTask(
+        _ record: AnyTaskRecord, generation: UInt64, on executor: any TaskExecutor, _ name: String,
+        _ body: @escaping @Sendable () async throws -> Void
+    ) -> RunTask {
+        RunTask.detached(name: name, executorPreference: executor, priority: record.options.priority) {
+            var failure: (any Error)?
             do {
-                try self.loop.execute { self.runEnded(record, generation: generation, failure: ending) }
+                try await CurrentRun.$marker.withValue(CurrentRun(record: record, generation: generation)) {
+                    try await body()
+                }
             } catch {
-                await self.door.run { self.runEnded(record, generation: generation, failure: ending) }
+                failure = error
             }
+            await self.postRunEnded(record, generation: generation, failure: failure)
+        }
+    }
+
+    /// The end of a run off the loop, posted to the loop (through the core's `LoopDoor` once
+    /// the loop has shut down).
+    nonisolated(nonsending) func postRunEnded(_ record: AnyTaskRecord, generation: UInt64, failure: (any Error)?) async
+    {
+        do {
+            try loop.execute { self.runEnded(record, generation: generation, failure: failure) }
+        } catch {
+            await door.run { self.runEnded(record, generation: generation, failure: failure) }
         }
     }
 

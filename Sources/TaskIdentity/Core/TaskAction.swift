@@ -35,7 +35,12 @@ protocol KeyedTaskAction: AnyObject, Sendable {
     /// record's key (of this action's key type: a template for `Key` is declared only on a
     /// `TaskRegistry<Key>`). Loop thread only.
     func makeRunTask<RecordKey>(
-        key: RecordKey, context: TaskContext, executor: any TaskExecutor, priority: TaskPriority, name: String?
+        key: RecordKey, context: TaskContext, executor: any TaskExecutor, priority: TaskPriority
+    ) -> RunTask
+
+    /// `makeRunTask` for a named run (`RegistryConfiguration.namesRuns`). Loop thread only.
+    func makeNamedRunTask<RecordKey>(
+        key: RecordKey, context: TaskContext, executor: any TaskExecutor, priority: TaskPriority, name: String
     ) -> RunTask
 
     /// Calls the action with `key`, as `makeRunTask` does (off the loop, inside the run's task).
@@ -51,13 +56,12 @@ final class KeyedAction<Key: Hashable & Sendable>: KeyedTaskAction {
     }
 
     func makeRunTask<RecordKey>(
-        key recordKey: RecordKey, context: TaskContext, executor: any TaskExecutor, priority: TaskPriority,
-        name: String?
+        key recordKey: RecordKey, context: TaskContext, executor: any TaskExecutor, priority: TaskPriority
     ) -> RunTask {
         let key = Self.ownKey(recordKey)
         let action = self.action
         // As `RegistryCore.startTask`'s task, with the key passed straight to the action.
-        return RunTask(name: name, executorPreference: executor, priority: priority) { () async throws -> Void in
+        return RunTask(executorPreference: executor, priority: priority) { () async throws -> Void in
             var failure: (any Error)?
             // The action is `nonisolated(nonsending)`: it runs right here, on the loop, with
             // the run's marker bound for it and its child tasks (`shutdown()` reads it).
@@ -70,6 +74,20 @@ final class KeyedAction<Key: Hashable & Sendable>: KeyedTaskAction {
                 failure = error
             }
             context.run.core.runEnded(context.run, generation: context.generation, failure: failure)
+        }
+    }
+
+    /// Named runs (opt-in) are made apart from `makeRunTask`: a second `Task.init` there, or a
+    /// `name:` argument even when nil, stops the optimizer inlining the unnamed one (about 100
+    /// instructions a W1 change).
+    func makeNamedRunTask<RecordKey>(
+        key recordKey: RecordKey, context: TaskContext, executor: any TaskExecutor, priority: TaskPriority,
+        name: String
+    ) -> RunTask {
+        let key = Self.ownKey(recordKey)
+        let action = self.action
+        return RunTask.detached(name: name, executorPreference: executor, priority: priority) {
+            await RegistryCore.runToEnd(context) { try await action(key, context) }
         }
     }
 

@@ -167,9 +167,11 @@ final class TaskRecord<Key: Hashable & Sendable>: AnyTaskRecord, @unchecked Send
     }
 
     override func makeKeyedRunTask(_ keyed: any KeyedTaskAction, _ context: TaskContext) -> RunTask {
-        keyed.makeRunTask(
-            key: key, context: context, executor: loop, priority: options.priority,
-            name: core.runTaskName(self, generation: context.generation))
+        if let name = core.runTaskName(self, generation: context.generation) {
+            return keyed.makeNamedRunTask(
+                key: key, context: context, executor: loop, priority: options.priority, name: name)
+        }
+        return keyed.makeRunTask(key: key, context: context, executor: loop, priority: options.priority)
     }
 
     override func callKeyed(_ keyed: any KeyedTaskAction, _ context: TaskContext) async throws {
