@@ -10,17 +10,22 @@
     @Suite("Tracing trait: a span per run")
     struct TracingTests {
         /// A registry on `loop` whose runs' spans go to `tracer`.
-        static func registry(on loop: any TaskLoop, tracer: InMemoryTracer) throws -> TaskRegistry<String> {
+        static func registry(on loop: any TaskLoop, tracer: InMemoryTracer, namesRuns: Bool = false) throws
+            -> TaskRegistry<String>
+        {
             var configuration = RegistryConfiguration()
             configuration.tracer = tracer
+            configuration.namesRuns = namesRuns
             return try TaskRegistry<String>(loop: loop, configuration: configuration)
         }
 
-        @Test func aRunPostedFromARequestIsItsChildAndTheActionSeesTheRunsContext() async throws {
+        /// Named runs too (`namesRuns`): their tasks are made apart, and inherit the same context.
+        @Test(arguments: [false, true])
+        func aRunPostedFromARequestIsItsChildAndTheActionSeesTheRunsContext(namesRuns: Bool) async throws {
             let tracer = InMemoryTracer()
             let loop = UVLoop(name: "traced")
             try loop.start()
-            let registry = try Self.registry(on: loop, tracer: tracer)
+            let registry = try Self.registry(on: loop, tracer: tracer, namesRuns: namesRuns)
             // Declared from a task off the loop, inside a request's span: the declaration is posted.
             let request = try await tracer.withSpan("GET /search") { span in
                 try registry.task("user:1", name: "search", id: "swift") { _ in

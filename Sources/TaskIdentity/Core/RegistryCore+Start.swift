@@ -219,7 +219,7 @@ extension RegistryCore {
     func makeNamedRunTask(
         _ record: AnyTaskRecord, _ context: TaskContext, _ name: String, _ action: @escaping TaskAction
     ) -> RunTask {
-        RunTask.detached(name: name, executorPreference: loop, priority: record.options.priority) {
+        RunTask(name: name, executorPreference: loop, priority: record.options.priority) {
             await RegistryCore.runToEnd(context) { try await action(context) }
         }
     }
@@ -287,7 +287,7 @@ extension RegistryCore {
         _ record: AnyTaskRecord, generation: UInt64, on executor: any TaskExecutor, _ name: String,
         _ body: @escaping @Sendable () async throws -> Void
     ) -> RunTask {
-        RunTask.detached(name: name, executorPreference: executor, priority: record.options.priority) {
+        RunTask(name: name, executorPreference: executor, priority: record.options.priority) {
             var failure: (any Error)?
             do {
                 try await CurrentRun.$marker.withValue(CurrentRun(record: record, generation: generation)) {

@@ -86,7 +86,7 @@ final class KeyedAction<Key: Hashable & Sendable>: KeyedTaskAction {
     ) -> RunTask {
         let key = Self.ownKey(recordKey)
         let action = self.action
-        return RunTask.detached(name: name, executorPreference: executor, priority: priority) {
+        return RunTask(name: name, executorPreference: executor, priority: priority) {
             await RegistryCore.runToEnd(context) { try await action(key, context) }
         }
     }
