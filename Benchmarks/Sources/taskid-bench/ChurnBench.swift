@@ -35,7 +35,7 @@ struct ChurnBench: ParsableCommand {
     var actionMicroseconds = 0
     @Flag(
         name: .customLong("names-runs"),
-        help: "Registry only: name each run's Swift task (RegistryConfiguration.namesRuns), to measure what a name costs.")
+        help: "Registry only: name each run's Swift task (RegistryConfiguration.namesRuns), to measure a name's cost.")
     var namesRuns = false
     @OptionGroup var common: CommonOptions
 

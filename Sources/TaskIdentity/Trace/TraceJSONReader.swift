@@ -37,15 +37,7 @@ struct TraceJSONReader {
         if reader.peek == UInt8(ascii: "[") {
             try reader.readEvents(into: &events)
         } else {
-            try reader.expect("{")
-            var first = true
-            while true {
-                reader.skipSpace()
-                if reader.peek == UInt8(ascii: "}") { break }
-                if !first { try reader.expect(",") }
-                first = false
-                let key = try reader.readString()
-                try reader.expect(":")
+            try reader.readObject { reader, key throws(TraceReplayError) in
                 if key == "traceEvents" { try reader.readEvents(into: &events) } else { try reader.skipValue() }
             }
         }
@@ -91,18 +83,7 @@ struct TraceJSONReader {
     // MARK: - Events
 
     private mutating func readEvents(into events: inout [Event]) throws(TraceReplayError) {
-        try expect("[")
-        var first = true
-        while true {
-            skipSpace()
-            if peek == UInt8(ascii: "]") {
-                index += 1
-                return
-            }
-            if !first { try expect(",") }
-            first = false
-            events.append(try readEvent())
-        }
+        try readList(open: "[", close: "]") { reader throws(TraceReplayError) in events.append(try reader.readEvent()) }
     }
 
     private mutating func readEvent() throws(TraceReplayError) -> Event {
@@ -157,22 +138,32 @@ struct TraceJSONReader {
     private mutating func readObject(
         _ field: (inout TraceJSONReader, String) throws(TraceReplayError) -> Void
     ) throws(TraceReplayError) {
-        try expect("{")
+        try readList(open: "{", close: "}") { reader throws(TraceReplayError) in
+            let key = try reader.readString()
+            try reader.expect(":")
+            reader.skipSpace()
+            try field(&reader, key)
+        }
+    }
+
+    /// A comma-separated list between `open` and `close` (an object's fields, an array's
+    /// elements), each read by `item`.
+    private mutating func readList(
+        open: Unicode.Scalar, close: Unicode.Scalar, _ item: (inout TraceJSONReader) throws(TraceReplayError) -> Void
+    ) throws(TraceReplayError) {
+        try expect(open)
         try enter()
         defer { depth -= 1 }
         var first = true
         while true {
             skipSpace()
-            if peek == UInt8(ascii: "}") {
+            if peek == UInt8(ascii: close) {
                 index += 1
                 return
             }
             if !first { try expect(",") }
             first = false
-            let key = try readString()
-            try expect(":")
-            skipSpace()
-            try field(&self, key)
+            try item(&self)
         }
     }
 
@@ -289,20 +280,7 @@ struct TraceJSONReader {
         case UInt8(ascii: "\""): _ = try readString()
         case UInt8(ascii: "{"): try readObject { reader, _ throws(TraceReplayError) in try reader.skipValue() }
         case UInt8(ascii: "["):
-            index += 1
-            try enter()
-            defer { depth -= 1 }
-            var first = true
-            while true {
-                skipSpace()
-                if peek == UInt8(ascii: "]") {
-                    index += 1
-                    return
-                }
-                if !first { try expect(",") }
-                first = false
-                try skipValue()
-            }
+            try readList(open: "[", close: "]") { reader throws(TraceReplayError) in try reader.skipValue() }
         default:
             // A number, true, false or null: the characters up to the next delimiter.
             let start = index
