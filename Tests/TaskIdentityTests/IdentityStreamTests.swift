@@ -207,6 +207,30 @@ struct IdentityStreamTests {
         h.finish()
     }
 
+    /// On a real loop: a burst under debounce runs only its last element, and the sequence's end
+    /// removes the slot. The window is long (a minute) and ended by `runNow` once the last
+    /// element is declared, so nothing depends on how fast this machine is.
+    @Test func onAUVLoopABurstRunsItsLastAndTheEndRemovesTheSlot() async throws {
+        let loop = UVLoop(name: "identity-stream-burst")
+        try loop.start()
+        let registry = TaskRegistry<String>(loop: loop)
+        let (events, report) = AsyncStream.makeStream(of: String.self)
+        var reports = events.makeAsyncIterator()
+        let (stream, input) = AsyncStream.makeStream(of: Int.self)
+        try registry.task("a", identities: stream, debounce: .seconds(60)) { id, _ in report.yield("\(id) runs") }
+        for id in 1...3 { input.yield(id) }
+        // Each element is a generation: wait, on the registry's own answers, for the third.
+        while try await registry.snapshot(of: "a")?.generation != 3 { await registry.flush() }
+        try registry.runNow("a")
+        #expect(await reports.next() == "3 runs")
+        while try await registry.snapshot(of: "a")?.phase.isFinal != true { await registry.flush() }
+        input.finish()
+        while try await registry.snapshot(of: "a") != nil { await registry.flush() }
+        #expect(try await registry.countersSnapshot().started == 1)
+        await registry.shutdown()
+        await loop.shutdown()
+    }
+
     /// The same lifecycle on a real loop, called from another thread (the test's), and awaited
     /// through the runs' own reports and the phase stream: no sleeps, no time windows.
     @Test func onAUVLoopFromAnotherThread() async throws {

@@ -1,3 +1,4 @@
+import Dispatch
 import Testing
 import UVLoop
 
@@ -38,8 +39,13 @@ struct NamedRunTests {
         try registry.task("session-8", id: 5, template: template)
         loop.advance(by: .zero)
         let offLoop = Locked<String?>(nil)
-        try registry.task("session-9", id: 1, executor: .global) { _ in offLoop.withLock { $0 = Task.name } }
-        while offLoop.withLock({ $0 }) == nil { loop.advance(by: .zero) }
+        let named = DispatchSemaphore(value: 0)
+        try registry.task("session-9", id: 1, executor: .global) { _ in
+            offLoop.withLock { $0 = Task.name }
+            named.signal()
+        }
+        loop.advance(by: .zero)
+        named.wait()  // the action runs on the global executor, without this thread
         #expect(names.value == ["main session-7#1", "main session-7#2", "load session-7#1", "presence session-8#1"])
         #expect(offLoop.withLock { $0 } == "main session-9#1")
         registry.startShutdown()

@@ -67,6 +67,8 @@ extension TaskRegistry {
     ///   - bufferingPolicy: what the stream keeps for a consumer that falls behind. The default
     ///     keeps every update (memory grows with a slow consumer); a view that only shows the
     ///     current phase wants `.bufferingNewest(1)`, which keeps the latest.
+    /// - Asked for from inside a task, it raises the task's current generation to that task's
+    ///   priority (`escalate(_:name:to:)`): whoever waits on the phases waits for the run.
     /// - Note: May be called from any thread; the stream may be consumed anywhere. Requested
     ///   from another thread before the loop starts, the stream ends at once, empty.
     public func phaseUpdates(

@@ -50,12 +50,25 @@ extension TaskRegistry {
     /// from another thread it is posted, in order with the caller's other posted calls.
     ///
     /// - Parameters:
+    ///   - key: the slot.
+    ///   - name: which of the slot's tasks (default `.main`).
     ///   - identities: the sequence; each element is an identity (a `Hashable & Sendable`
     ///     value). Swift 6.2's `Observations { model.query }` fits, as do NIO channel inbound
     ///     streams and `AsyncStream`s.
     ///   - whenFinished: what the sequence's end does (`.removeSlot` by default).
+    ///   - priority: as in `task(_:id:…)`, for every element's run.
+    ///   - debounce: as in `task(_:id:…)`: a burst of elements runs only its last.
+    ///   - maxWait: as in `task(_:id:…)`.
+    ///   - throttle: as in `task(_:id:…)`.
+    ///   - policy: as in `task(_:id:…)`: what a new element does to a run still in progress.
+    ///   - progressDelay: as in `task(_:id:…)`.
+    ///   - timeout: as in `task(_:id:…)`.
+    ///   - limit: as in `task(_:id:…)`.
+    ///   - retry: as in `task(_:id:…)`.
+    ///   - staleAfter: as in `task(_:id:…)`.
+    ///   - refreshEvery: as in `task(_:id:…)`.
+    ///   - executor: as in `task(_:id:…)`.
     ///   - action: the work of each run, given the element that is its identity.
-    ///   - The other parameters are `task(_:id:…)`'s, applied to every element.
     /// - Throws: as `task(_:id:…)`: `RegistryError.shutDown` after shutdown, `.invalidDuration`,
     ///   `.loopNotStarted` and `.overloaded` from another thread. Errors of later declarations
     ///   (the registry shut down meanwhile) end the consumption.

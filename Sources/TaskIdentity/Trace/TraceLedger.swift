@@ -72,8 +72,6 @@ extension TraceLedger {
         var stale: Set<RunID> = []
         var closes: [(track: String, generation: UInt64, start: UInt64, end: UInt64, finished: Bool)] = []
         var starts = 0
-        var running = 0
-        var peak = 0
         var declarations = 0
         for entry in entries {
             switch entry.fact {
@@ -82,14 +80,13 @@ extension TraceLedger {
                 declaredAt[entry.track, default: [:]][generation] = entry.time
             case .runStarted(let generation):
                 starts += 1
-                if open[entry.track] != nil { running -= 1 }
+                if let unclosed = open[entry.track] {
+                    closes.append((entry.track, unclosed.generation, unclosed.start, entry.time, false))
+                }
                 open[entry.track] = (generation, entry.time)
-                running += 1
-                peak = max(peak, running)
             case .runClosed(let generation, let finished):
                 guard let run = open[entry.track], run.generation == generation else { continue }
                 open[entry.track] = nil
-                running -= 1
                 closes.append((entry.track, generation, run.start, entry.time, finished))
             case .commitDropped(let generation):
                 stale.insert(RunID(track: entry.track, generation: generation))
@@ -104,6 +101,17 @@ extension TraceLedger {
         }
         latencies.sort()
         let span = (entries.last?.time ?? 0) &- (entries.first?.time ?? 0)
+        // Runs under way at once: a run that ends at the time another starts does not overlap
+        // it, whichever the trace wrote first (its events, or its JSON's spans, written at
+        // their ends), so the two forms of one trace agree.
+        var edges = closes.flatMap { [($0.start, 1), ($0.end, -1)] } + open.values.map { ($0.start, 1) }
+        edges.sort { ($0.0, $0.1) < ($1.0, $1.1) }
+        var running = 0
+        var peak = 0
+        for (_, change) in edges {
+            running += change
+            peak = max(peak, running)
+        }
         return TraceReplay.Figures(
             declarations: declarations, backendCalls: starts, answers: latencies.count,
             wastedCalls: starts - latencies.count, answerP50: Self.percentile(latencies, 0.50),

@@ -75,7 +75,7 @@ public struct TraceReplay: Sendable {
             self.backend = backend
         }
 
-        /// `debounce 50 ms, throttle 0 ms, max-wait none, limit none, backend recorded`.
+        /// `debounce 50 ms, throttle 0 ms, max-wait none, limit none, backend recorded`. Any thread.
         public var description: String {
             let backendText: String
             switch backend {
