@@ -24,6 +24,7 @@ struct NamedRunTests {
         #expect(names.value == [nil])
         registry.startShutdown()
         loop.run()
+        loop.shutdown()
     }
 
     @Test func aNamedRunIsItsTaskNameKeyAndGeneration() throws {
@@ -50,6 +51,7 @@ struct NamedRunTests {
         #expect(offLoop.withLock { $0 } == "main session-9#1")
         registry.startShutdown()
         loop.run()
+        loop.shutdown()
     }
 
     @Test func theCallersFunctionNamesRunsFromKeyAndIdentity() throws {
@@ -60,5 +62,6 @@ struct NamedRunTests {
         #expect(names.value == ["search session-7 for swift"])
         registry.startShutdown()
         loop.run()
+        loop.shutdown()
     }
 }
