@@ -53,8 +53,11 @@ struct TraceReplayTests {
         return trace
     }
 
+    /// The typing traffic, recorded once for the tests that read it (each replays it anew).
+    static let typing = Result { try record() }
+
     @Test func withTheRecordedSettingsTheReplayMatchesTheTrace() throws {
-        let trace = try Self.record()
+        let trace = try Self.typing.get()
         let replay = try TraceReplay(json: trace.json())
         #expect(replay.recordedSettings.debounce == .milliseconds(50))
         #expect(replay.recordedSettings.maxRunning == nil && replay.recordedSettings.throttle == .zero)
@@ -70,8 +73,27 @@ struct TraceReplayTests {
         #expect(TraceReplay(trace: trace).recordedFigures == recorded)
     }
 
+    /// A live loop closes its windows a little late; the replay reads by how much (the median
+    /// over windows closed by their timer, not those that gave way early) and closes its own
+    /// that much later. A trace in virtual time shows none.
+    @Test func theRecordedLoopsTimerLatenessIsReadAndReplayed() throws {
+        let text = """
+            {"traceEvents":[{"name":"thread_name","ph":"M","pid":1,"tid":1,"args":{"name":"k"}},
+            {"name":"declared g1","ph":"i","ts":0.000,"pid":1,"tid":1,"args":{"generation":1,"identity":"a"}},
+            {"name":"debounce","cat":"window","ph":"b","id":1,"ts":0.000,"pid":1,"tid":1,"args":{"generation":1,"until_us":50000.000}},
+            {"name":"debounce","cat":"window","ph":"e","id":1,"ts":51000.000,"pid":1,"tid":1},
+            {"name":"declared g2","ph":"i","ts":100000.000,"pid":1,"tid":1,"args":{"generation":2,"identity":"b"}},
+            {"name":"debounce","cat":"window","ph":"b","id":2,"ts":100000.000,"pid":1,"tid":1,"args":{"generation":2,"until_us":150000.000}},
+            {"name":"debounce","cat":"window","ph":"e","id":2,"ts":120000.000,"pid":1,"tid":1}]}
+            """
+        let replay = try TraceReplay(json: text)
+        #expect(replay.recordedTimerLateness == .milliseconds(1))
+        #expect(replay.recordedSettings.debounce == .milliseconds(50))
+        #expect(TraceReplay(trace: try Self.typing.get()).recordedTimerLateness == .zero)
+    }
+
     @Test func doublingTheDebounceMakesFewerBackendCalls() throws {
-        let replay = TraceReplay(trace: try Self.record())
+        let replay = TraceReplay(trace: try Self.typing.get())
         var settings = replay.recordedSettings
         let recorded = try replay.replay(with: settings)
         settings.debounce = settings.debounce * 2

@@ -66,6 +66,8 @@ struct TraceJSONReader {
                 case "queue": ledger.add(event.time, track, .queued)
                 default: break
                 }
+            case ("e", "window") where event.name == "debounce" || event.name == "throttle":
+                ledger.add(event.time, track, .windowClosed)
             case ("X", "run"):
                 ledger.add(event.time, track, .runStarted(generation: event.generation))
                 // A span still open when the trace was taken says `running`: it never closed.

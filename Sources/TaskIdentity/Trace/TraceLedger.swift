@@ -10,6 +10,8 @@ struct TraceLedger {
         case declared(generation: UInt64, identity: String)
         case removed
         case windowOpened(TraceEvent.Window, generation: UInt64, until: UInt64)
+        /// The task's debounce or throttle window closed (its timer fired, or it gave way).
+        case windowClosed
         case queued
         case runStarted(generation: UInt64)
         /// The run's span closed: it finished (`finished`), or was cancelled, failed, or was
@@ -49,6 +51,7 @@ struct TraceLedger {
             case .removed: add(event.time, track, .removed)
             case .windowOpened(let window, let until):
                 add(event.time, track, .windowOpened(window, generation: generation, until: until))
+            case .windowClosed(.debounce), .windowClosed(.throttle): add(event.time, track, .windowClosed)
             case .queued: add(event.time, track, .queued)
             case .runStarted: add(event.time, track, .runStarted(generation: generation))
             case .cancelled(_, ofRun: true): add(event.time, track, .runClosed(generation: generation, finished: false))
@@ -90,7 +93,7 @@ extension TraceLedger {
                 closes.append((entry.track, generation, run.start, entry.time, finished))
             case .commitDropped(let generation):
                 stale.insert(RunID(track: entry.track, generation: generation))
-            case .removed, .windowOpened, .queued:
+            case .removed, .windowOpened, .windowClosed, .queued:
                 break
             }
         }
@@ -155,6 +158,27 @@ extension TraceLedger {
         return TraceReplay.Settings(
             debounce: Self.medianMilliseconds(debounces), throttle: Self.medianMilliseconds(throttles),
             maxWait: nil, maxRunning: queued ? figures().peakRunning : nil, backend: backend)
+    }
+
+    /// How late the trace's loop closed a window after its deadline: the median over the windows
+    /// closed by their timer (a live loop's timers fire late by a little: libuv counts in
+    /// milliseconds). Zero for a trace recorded in virtual time, or with no window.
+    func timerLateness() -> UInt64 {
+        var until: [String: UInt64] = [:]
+        var lateness: [UInt64] = []
+        for entry in entries {
+            switch entry.fact {
+            case .windowOpened(_, _, let deadline): until[entry.track] = deadline
+            case .windowClosed:
+                // Closed before its deadline: it gave way (a new identity, a cancellation).
+                if let deadline = until.removeValue(forKey: entry.track), entry.time >= deadline {
+                    lateness.append(entry.time - deadline)
+                }
+            default: break
+            }
+        }
+        guard !lateness.isEmpty else { return 0 }
+        return lateness.sorted()[lateness.count / 2]
     }
 
     private static func medianMilliseconds(_ values: [UInt64]) -> Duration {

@@ -18,8 +18,11 @@ extension TraceReplay {
         let registry = TaskRegistry<String>(loop: loop)
         let limit = try settings.maxRunning.map { count throws(RegistryError) in try ConcurrencyLimit(maxRunning: count)
         }
+        // Windows close as late as the recorded loop closed them (`recordedTimerLateness`).
+        let debounce = settings.debounce > .zero ? settings.debounce + recordedTimerLateness : settings.debounce
+        let throttle = settings.throttle > .zero ? settings.throttle + recordedTimerLateness : settings.throttle
         let template = try TaskTemplate<String>(
-            debounce: settings.debounce, maxWait: settings.maxWait, throttle: settings.throttle, limit: limit
+            debounce: debounce, maxWait: settings.maxWait, throttle: throttle, limit: limit
         ) { [self] task, context in
             let identity = context.id(as: String.self) ?? ""
             let time = backendTime(task: task, identity: identity, settings.backend)

@@ -120,6 +120,12 @@ public struct TraceReplay: Sendable {
     public let recordedSettings: Settings
     /// The trace's own figures, as its runs went.
     public let recordedFigures: Figures
+    /// How late the recorded loop closed its windows after their deadlines (the median; zero
+    /// for a trace recorded in virtual time). A replay closes every debounce and throttle
+    /// window this much later than its setting says, as the recorded loop would have: a live
+    /// loop's timers fire late by about a millisecond (libuv counts in milliseconds), and a
+    /// letter that came in that millisecond restarted no run there.
+    public let recordedTimerLateness: Duration
     private let measured: [String: UInt64]
     private let atLeast: [String: UInt64]
     private let medianRun: UInt64
@@ -162,6 +168,7 @@ public struct TraceReplay: Sendable {
         medianRun = durations.median
         recordedSettings = ledger.recordedSettings(backend: .recorded)
         recordedFigures = ledger.figures()
+        recordedTimerLateness = .nanoseconds(Int64(clamping: ledger.timerLateness()))
     }
 
     /// The backend time of a run of `identity` on `task` under `backend`.

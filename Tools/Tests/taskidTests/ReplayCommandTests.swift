@@ -14,7 +14,7 @@ struct ReplayCommandTests {
         configuration.traceCapacity = 1 << 18
         let loop = TestLoop()
         let registry = try TaskRegistry<String>(loop: loop, configuration: configuration)
-        for step in 0..<2_000 {
+        for step in 0..<800 {
             loop.advance(by: .milliseconds(step % 40 == 39 ? 400 : 15))
             let session = step % 4
             try registry.task("session-\(session)", id: "q\(step / 4)", debounce: .milliseconds(50)) { context in
