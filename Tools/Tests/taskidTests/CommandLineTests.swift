@@ -393,3 +393,27 @@ struct CommandLineTests {
         #expect(taskidVersion == "0.12.0")
     }
 }
+
+@Suite("taskid serve's reference")
+struct ServeReferenceTests {
+    /// docs/SERVER.md, found from this file's place in the repository.
+    static func serverReference() throws -> String {
+        let testsDirectory = URL(fileURLWithPath: "\(#filePath)").deletingLastPathComponent()
+        let root = testsDirectory.deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        return try String(contentsOf: root.appendingPathComponent("docs/SERVER.md"), encoding: .utf8)
+    }
+
+    @Test func everyOptionOfServeHelpIsInTheServerReference() throws {
+        let help = ServeCommand.helpMessage(columns: 200)
+        let options = Set(
+            help.split(whereSeparator: { $0 == " " || $0 == "\n" || $0 == "," || $0 == "=" })
+                .filter {
+                    $0.hasPrefix("--") && $0.count > 2 && $0.dropFirst(2).allSatisfy { $0.isLetter || $0 == "-" }
+                }
+                .map(String.init))
+        #expect(options.count > 40)  // the parse found the option list, not nothing
+        let reference = try Self.serverReference()
+        let missing = options.filter { !reference.contains("`\($0)") && $0 != "--help" && $0 != "--version" }
+        #expect(missing.isEmpty, "options of `taskid serve --help` missing from docs/SERVER.md: \(missing.sorted())")
+    }
+}
