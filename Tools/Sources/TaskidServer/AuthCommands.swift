@@ -14,14 +14,26 @@ extension RegistryServer {
     func accessDenial(of request: [ArraySlice<UInt8>], name: String, session: ClientSession) -> String? {
         guard let user = session.user else {
             // HELLO decides itself, once it has parsed its options (`hello`): only its AUTH
-            // option lets it run.
-            return Self.commandsBeforeAuthentication.contains(name) ? nil : "NOAUTH Authentication required."
+            // option lets it run. As Redis 7.0, an unknown command or a wrong arity is answered
+            // as such (by `refusal(of:name:)`) before NOAUTH.
+            if Self.commandsBeforeAuthentication.contains(name) || Self.refusal(of: request, name: name) != nil {
+                return nil
+            }
+            return "NOAUTH Authentication required."
         }
         guard Self.commandArity[name] != nil, !Self.commandsBeforeAuthentication.contains(name),
             !user.allowed.contains(name)
         else { return nil }
-        return "NOPERM User \(user.name) has no permissions to run the '\(name.lowercased())' command"
+        // Redis 7.0's words, a container command named with its subcommand ('config|get').
+        var shown = name.lowercased()
+        if Self.containerCommands.contains(name), request.count > 1 {
+            shown += "|" + String(decoding: request[1], as: UTF8.self).lowercased()
+        }
+        return "NOPERM this user has no permissions to run the '\(shown)' command"
     }
+
+    /// Commands Redis names with their subcommand when it refuses them. Any thread.
+    static let containerCommands: Set<String> = ["CONFIG", "CLIENT", "CLUSTER", "COMMAND"]
 
     /// `AUTH password` (the `default` user) or `AUTH username password`.
     func auth(_ arguments: [ArraySlice<UInt8>], session: inout ClientSession, into out: inout [UInt8]) {

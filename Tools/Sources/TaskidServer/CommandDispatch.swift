@@ -35,9 +35,15 @@ extension RegistryServer {
     func execute(_ request: [ArraySlice<UInt8>], session: inout ClientSession, into out: inout [UInt8]) async -> Bool {
         let name = Self.commandName(request[0])
         if !session.mayRunEverything, let denial = accessDenial(of: request, name: name, session: session) {
+            if session.isQueuing && name == "EXEC" {
+                // As Redis: an EXEC the user may not run discards the transaction.
+                session.transaction = .none
+                RESPReply.error("EXECABORT Transaction discarded because of: " + denial, into: &out)
+                return true
+            }
             RESPReply.error(denial, into: &out)
             // As Redis: a command refused inside MULTI dooms the transaction.
-            if session.isQueuing && name != "EXEC" && name != "DISCARD" {
+            if session.isQueuing && name != "DISCARD" {
                 session.transaction = .doomed(session.transaction.slots)
             }
             return true
@@ -45,7 +51,7 @@ extension RegistryServer {
         guard session.isQueuing else { return await run(request, name: name, session: &session, into: &out) }
         switch name {
         case "EXEC":
-            await exec(session: &session, into: &out)
+            return await exec(session: &session, into: &out)
         case "DISCARD":
             session.transaction = .none
             RESPReply.simple("OK", into: &out)
@@ -101,30 +107,50 @@ extension RegistryServer {
     /// Front loop only.
     /// No other client's command runs between them: with one loop nothing they do suspends,
     /// so they run in one turn of the loop; with more, `gate` holds the other clients off.
-    private func exec(session: inout ClientSession, into out: inout [UInt8]) async {
+    /// Returns false when the connection must close: the replies passed the output buffer's
+    /// hard limit while they were made (EXEC's are dropped, as Redis drops such a client).
+    private func exec(session: inout ClientSession, into out: inout [UInt8]) async -> Bool {
         let state = session.transaction
         session.transaction = .none
         // As Redis, where the cluster's check of EXEC (every queued key on one slot) comes first.
-        guard !state.slots.spanSeveral else { return RESPReply.error(Self.crossSlotError, into: &out) }
+        guard !state.slots.spanSeveral else {
+            RESPReply.error(Self.crossSlotError, into: &out)
+            return true
+        }
         guard case .queuing(let queue) = state else {
             RESPReply.error("EXECABORT Transaction discarded because of previous errors.", into: &out)
-            return
+            return true
         }
         let commands = queue.commands
         if let gate {
             gate.leave()
             await gate.enterExclusive()
         }
+        let replyStart = out.count
         RESPReply.arrayHeader(commands.count, into: &out)
+        let hardLimit = configuration.outputBufferLimit.hardBytes
+        var withinLimit = true
         for command in commands {
             // QUIT is never queued, so every command's reply is kept.
             // Unsliced: no other client's command may run between a transaction's.
             _ = await run(command, name: Self.commandName(command[0]), session: &session, sliced: false, into: &out)
+            // The whole reply is made before any of it is sent: past the hard limit, the client
+            // is dropped now, before it can make the server build more than the limit allows
+            // (MULTI, GET of a 512 MiB value 2,000 times, EXEC).
+            if hardLimit > 0 && out.count + session.unsentReplyBytes > hardLimit {
+                logger.warning(
+                    "client disconnected: its transaction's replies passed the output buffer's hard limit \(ByteCount(hardLimit))",
+                    metadata: ["client": "\(session.id)", "reply_bytes": "\(out.count)"])
+                out.removeSubrange(replyStart...)  // the replies before EXEC's are still sent
+                withinLimit = false
+                break
+            }
         }
         if let gate {
             gate.leaveExclusive()
             await gate.enter()
         }
+        return withinLimit
     }
 
     /// Runs one command (never inside `MULTI`'s queuing); false when the connection must close.

@@ -328,7 +328,9 @@ package final class RegistryServer: Sendable {
             }
             gate?.leave()
             front.value.commandsProcessed &+= executedThisTurn  // once per turn, not per request
-            request.removeAll(keepingCapacity: true)  // release the slices before the next feed
+            // Release the slices before the next feed; a large request's array (32 bytes an
+            // argument: 320 MB after EXISTS of 10M keys) is let go, not kept while idle.
+            if request.capacity > 1024 { request = [] } else { request.removeAll(keepingCapacity: true) }
             parser.releaseConsumedBuffer()
             if !keepOpen {
                 // The last replies (QUIT's +OK, a protocol error) must reach the client before

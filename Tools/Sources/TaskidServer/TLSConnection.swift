@@ -82,8 +82,7 @@ package final class TLSConnection: ClientStream, Sendable {
     package func send(_ bytes: [UInt8]) throws {
         let session = state.value
         guard !bytes.isEmpty else { return }
-        session.waiting.append(bytes)
-        session.waitingBytes += bytes.count
+        session.enqueue(bytes)
         // Behind bytes still waiting: the encrypting task takes these too, in order.
         guard session.encrypting == nil else { return }
         try session.encryptWaiting(upTo: Self.encryptAhead, sendingTo: connection)
@@ -116,7 +115,15 @@ package final class TLSConnection: ClientStream, Sendable {
     /// Loop thread only. - Throws: as `TCPConnection.flush()`, or `LoopError.closed` when the
     /// connection failed with bytes still to encrypt.
     package func flush() async throws {
-        if let encrypting = state.value.encrypting { await encrypting.value }
+        if let encrypting = state.value.encrypting {
+            // The caller's cancellation (the drain's time-out, a client that never reads) reaches
+            // the encrypting task, whose wait for the socket then ends and drops what waits.
+            await withTaskCancellationHandler {
+                await encrypting.value
+            } onCancel: {
+                encrypting.cancel()
+            }
+        }
         try await connection.flush()
     }
 
@@ -165,11 +172,13 @@ private final class TLSSessionState {
     private let outgoing: OpaquePointer
     /// The peer sent close_notify: reads end.
     private(set) var peerClosed = false
-    /// Replies sent and not yet encrypted, oldest first; `waitingOffset` bytes of the first are
-    /// done.
-    var waiting: [[UInt8]] = []
-    var waitingOffset = 0
-    var waitingBytes = 0
+    /// Replies sent and not yet encrypted, oldest first from `waitingHead`; `waitingOffset`
+    /// bytes of that one are done. Small replies sent behind others are joined up to a record
+    /// (`enqueue`), so a client that pipelines while a large reply waits adds no entry a request.
+    private var waiting: [[UInt8]] = []
+    private var waitingHead = 0
+    private var waitingOffset = 0
+    private(set) var waitingBytes = 0
     /// The task encrypting `waiting` as the socket takes it; nil when none runs.
     var encrypting: Task<Void, Never>?
 
@@ -288,10 +297,31 @@ private final class TLSSessionState {
         return result == 1
     }
 
+    /// Queues `bytes` to be encrypted, joined to the last reply waiting when both fit in a record.
+    func enqueue(_ bytes: [UInt8]) {
+        waitingBytes += bytes.count
+        if waiting.count > waitingHead, waiting[waiting.count - 1].count + bytes.count <= TLSConnection.recordPiece {
+            waiting[waiting.count - 1].append(contentsOf: bytes)
+        } else {
+            waiting.append(bytes)
+        }
+    }
+
     /// Encrypts up to `budget` bytes of what waits, a record at a time, each sent as it is made.
     func encryptWaiting(upTo budget: Int, sendingTo connection: TCPConnection) throws {
+        defer {
+            // Done entries are let go in bulk: removing the first each time moved every other.
+            if waitingHead == waiting.count {
+                waiting.removeAll(keepingCapacity: waiting.count <= 64)
+                waitingHead = 0
+            } else if waitingHead >= 64 && waitingHead * 2 >= waiting.count {
+                waiting.removeFirst(waitingHead)
+                waitingHead = 0
+            }
+        }
         var left = budget
-        while left > 0, let first = waiting.first {
+        while left > 0, waitingHead < waiting.count {
+            let first = waiting[waitingHead]
             let piece = min(first.count - waitingOffset, TLSConnection.recordPiece, left)
             ERR_clear_error()
             let written = first.withUnsafeBytes { SSL_write(session, $0.baseAddress! + waitingOffset, Int32(piece)) }
@@ -300,7 +330,8 @@ private final class TLSSessionState {
             waitingBytes -= Int(written)
             left -= Int(written)
             if waitingOffset == first.count {
-                waiting.removeFirst()
+                waiting[waitingHead] = []
+                waitingHead += 1
                 waitingOffset = 0
             }
             try sendCiphertext(to: connection)
@@ -310,6 +341,7 @@ private final class TLSSessionState {
     /// Forgets what waits to be encrypted (the connection failed).
     func dropWaiting() {
         waiting = []
+        waitingHead = 0
         waitingOffset = 0
         waitingBytes = 0
     }

@@ -104,9 +104,42 @@ struct AuthTests {
                 "AUTH app apppass\r\nTASK.TRACE START\r\nSET k 1\r\nMULTI\r\nTASK.TRACE DUMP\r\nSET k 2\r\nEXEC\r\n")
             #expect(
                 try await client.replies(7) == [
-                    "+OK", "-NOPERM User app has no permissions to run the 'task.trace' command", "+OK", "+OK",
-                    "-NOPERM User app has no permissions to run the 'task.trace' command", "+QUEUED",
+                    "+OK", "-NOPERM this user has no permissions to run the 'task.trace' command", "+OK", "+OK",
+                    "-NOPERM this user has no permissions to run the 'task.trace' command", "+QUEUED",
                     "-EXECABORT Transaction discarded because of previous errors.",
+                ])
+        }
+    }
+
+    /// As Redis 7.0: before login, an unknown command or a wrong arity is answered as such, and
+    /// only a command that could run gets NOAUTH.
+    @Test func unknownCommandsAndWrongAritiesAreAnsweredBeforeNOAUTH() async throws {
+        try await withServer(Self.withPassword) { server, clientLoop in
+            let client = TestClient(loop: clientLoop, port: server.port)
+            try await client.connect()
+            try await client.send("FOO\r\nGET\r\nGET k\r\n")
+            #expect(
+                try await client.replies(3) == [
+                    "-ERR unknown command 'FOO', with args beginning with: ",
+                    "-ERR wrong number of arguments for 'get' command", "-NOAUTH Authentication required.",
+                ])
+        }
+    }
+
+    /// As Redis 7.0: an EXEC the user may not run discards the transaction (the next command
+    /// runs, not queued), and a refused command with subcommands is named with its subcommand.
+    @Test func anExecTheUserMayNotRunDiscardsTheTransaction() async throws {
+        let access = try AccessControl(aclFile: "user app on >apppass +@all -exec -@admin ~*")
+        try await withServer({ $0.access = access }) { server, clientLoop in
+            let client = TestClient(loop: clientLoop, port: server.port)
+            try await client.connect()
+            try await client.send("AUTH app apppass\r\nMULTI\r\nGET a\r\nEXEC\r\nPING\r\nCONFIG GET save\r\n")
+            #expect(
+                try await client.replies(6) == [
+                    "+OK", "+OK", "+QUEUED",
+                    "-EXECABORT Transaction discarded because of: NOPERM this user has no permissions to run the "
+                        + "'exec' command",
+                    "+PONG", "-NOPERM this user has no permissions to run the 'config|get' command",
                 ])
         }
     }

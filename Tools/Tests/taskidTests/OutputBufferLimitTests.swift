@@ -57,6 +57,30 @@ struct OutputBufferLimitTests {
         #expect(standard.hardBytes > RESPLimits.defaultMaxBulkBytes + 64)
         #expect(standard.softBytes > 0 && standard.softSeconds > 0)
     }
+
+    /// EXEC makes its whole reply before sending any of it: past the hard limit the client is
+    /// dropped while it is made, not after the server has built it all (MULTI, 20 GETs of a
+    /// 16 KiB value against a 64 KiB limit).
+    @Test func aTransactionWhoseRepliesPassTheHardLimitIsDroppedWhileTheyAreMade() async throws {
+        try await withServer({
+            $0.outputBufferLimit = OutputBufferLimit(hardBytes: 64 << 10, softBytes: 0, softSeconds: 0)
+        }) {
+            server, clientLoop in
+            let client = TestClient(loop: clientLoop, port: server.port)
+            try await client.connect()
+            try await client.send("SET k \(String(repeating: "v", count: 16 << 10))\r\n")
+            #expect(try await client.replies(1) == ["+OK"])
+            while try await {
+                try await client.send("GET k\r\n"); return try await client.replies(1)[0]
+            }() == "nil" {
+                await Task.yield()
+            }
+            try await client.send("MULTI\r\n" + String(repeating: "GET k\r\n", count: 20) + "EXEC\r\n")
+            // The replies before EXEC's arrive, then the end of the stream: none of EXEC's.
+            #expect(try await client.replies(21) == ["+OK"] + Array(repeating: "+QUEUED", count: 20))
+            #expect(try await client.replies(1) == ["<closed>"])
+        }
+    }
 }
 
 /// How `--max-clients` is fitted to the open-files limit, as Redis fits `maxclients`.
