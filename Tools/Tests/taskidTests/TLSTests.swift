@@ -196,6 +196,39 @@ struct TLSTests {
         #expect(server.group.loops.allSatisfy { $0.loopCloseResult == 0 && $0.liveHandleCount == 0 })
     }
 
+    /// A TLS client that never reads, owed more replies than the socket and one encryption
+    /// slice hold, is closed at the drain's time-out: the stop cancels the encryption that waits
+    /// for its socket, and returns (it waited for ever before), the client reported dropped.
+    @Test(.timeLimit(.minutes(1))) func aTLSClientThatNeverReadsIsClosedAtTheDrainTimeOut() async throws {
+        let (server, clientLoop) = try await Self.startServerToStop()
+        let sink = TestClient(loop: clientLoop, port: server.tlsPort, tls: TestTLSFiles())
+        try await sink.connect()
+        // Up to 32 MiB of replies (as arrays: an inline command is held to 64 KiB).
+        let echo = "*2\r\n$4\r\nECHO\r\n$\(1 << 20)\r\n\(String(repeating: "x", count: 1 << 20))\r\n"
+        try await sink.send(String(repeating: echo, count: 32))
+        let observer = TestClient(loop: clientLoop, port: server.port)
+        try await observer.connect()
+        var infosSent = 0
+        while true {
+            try await observer.send("INFO\r\n")
+            infosSent += 1
+            let info = try await observer.replies(1)[0]
+            let processed = info.split(separator: "\r\n").first { $0.hasPrefix("total_commands_processed:") }
+                .flatMap { Int($0.split(separator: ":")[1]) }
+            // 20 MiB of replies made: more than the kernel's buffers on both sides and one
+            // encryption slice. (The server may stop short of 32: the test's own client stops
+            // sending once its socket's buffers are full.)
+            if let processed, processed >= 20 + infosSent { break }
+            await Task.yield()
+        }
+        await observer.close()
+        let report = await server.stop(drainTimeout: .milliseconds(100))
+        #expect(report.droppedClients == 1 && !report.isComplete)
+        #expect(server.group.loops.allSatisfy { $0.loopCloseResult == 0 && $0.liveHandleCount == 0 })
+        await sink.close()
+        try clientLoop.syncShutdown()
+    }
+
     /// A client still in its handshake when the stop comes gets no close_notify (there is no
     /// session to close), and leaves nothing behind that fails another client's session: the
     /// client that finished its handshake still gets every reply owed.
