@@ -16,7 +16,7 @@ extension RegistryServer {
             RESPReply.error(redirection, into: &out)
             return true
         }
-        if configuration.maxMemoryBytes > 0 && memory.value.refusesWrites() {
+        if configuration.maxMemoryBytes > 0 && memory.value.refusesWrite(of: request[1].count + request[2].count) {
             RESPReply.error(Self.outOfMemory, into: &out)
             return true
         }
@@ -67,7 +67,8 @@ extension RegistryServer {
             var slots = session.transaction.slots
             // As Redis: a write queued past --maxmemory is refused now, and dooms the transaction.
             let outOfMemory =
-                name == "SET" && configuration.maxMemoryBytes > 0 && memory.value.refusesWrites()
+                name == "SET" && request.count == 3 && configuration.maxMemoryBytes > 0
+                    && memory.value.refusesWrite(of: request[1].count + request[2].count)
                 ? Self.outOfMemory : nil
             let refusal =
                 Self.refusal(of: request, name: name) ?? outOfMemory
@@ -185,7 +186,9 @@ extension RegistryServer {
                     RESPReply.error("ERR syntax error", into: &out)
                     return true
                 }
-                if configuration.maxMemoryBytes > 0 && memory.value.refusesWrites() {
+                if configuration.maxMemoryBytes > 0
+                    && memory.value.refusesWrite(of: request[1].count + request[2].count)
+                {
                     RESPReply.error(Self.outOfMemory, into: &out)
                     return true
                 }
@@ -207,6 +210,7 @@ extension RegistryServer {
                     try shard.remove(key)
                     return existed
                 }
+                if removed > 0 && configuration.maxMemoryBytes > 0 { memory.value.noteFreed() }
                 RESPReply.integer(removed, into: &out)
             case "EXISTS":
                 let count = try await countKeys(arguments, sliced: sliced) { shard, key in try shard.contains(key) }

@@ -12,8 +12,10 @@ import CMallocStats
 /// malloc has handed out and not taken back (glibc's `mallinfo2`: small blocks in use plus
 /// mmapped ones), the same for every thread, so that the refusal point depends on what the
 /// server holds, not on how the kernel counts pages. Reading it walks malloc's arenas, so a
-/// write reads the value kept from the last reading, taken again every `writesPerReading`
-/// writes. Front loop only (a class owned by the server, touched on its front loop).
+/// write reads the value kept from the last reading, plus the bytes written since; it is read
+/// again every `writesPerReading` writes, once the writes since carry more than
+/// `bytesPerReading`, and at the first write after a delete. Front loop only (a class owned by
+/// the server, touched on its front loop).
 package final class MemoryGauge {
     /// `--maxmemory`; 0 for no bound.
     package let maxBytes: Int
@@ -21,23 +23,44 @@ package final class MemoryGauge {
     private(set) var usedBytes = 0
     /// Writes left before the next reading.
     private var writesUntilReading = 0
+    /// The bytes of the writes since the last reading: a burst of large values is counted
+    /// before malloc's figures are read again (100 MiB values were all let in between two
+    /// readings, gigabytes past the bound).
+    private var bytesSinceReading = 0
+    /// Bytes written that call for a new reading: 1 MiB, or a 256th of the bound if larger,
+    /// so the bound is passed by at most that and one value. Any thread.
+    let bytesPerReading: Int
 
     /// Writes between two readings: 1,024 SETs of a few hundred bytes each move the figure by
     /// well under 1% of any useful bound. Any thread.
     static let writesPerReading = 1024
 
-    init(maxBytes: Int) { self.maxBytes = maxBytes }
-
-    /// Whether a write must be refused now: a bound is set and used memory is past it (Redis's
-    /// `noeviction`). Reads malloc's figures again every `writesPerReading` calls. Inlined:
-    /// without a bound it is one comparison per SET.
-    @inline(__always)
-    package func refusesWrites() -> Bool {
-        guard maxBytes > 0 else { return false }
-        if writesUntilReading <= 0 { read() }
-        writesUntilReading -= 1
-        return usedBytes > maxBytes
+    init(maxBytes: Int) {
+        self.maxBytes = maxBytes
+        bytesPerReading = max(1 << 20, maxBytes / 256)
     }
+
+    /// Whether a write of `bytes` (its key and value, already in the request's buffer) must be
+    /// refused now: a bound is set and used memory is past it (Redis's `noeviction`), counting
+    /// the writes let in since the last reading. Inlined: without a bound it is one comparison
+    /// per SET.
+    @inline(__always)
+    package func refusesWrite(of bytes: Int) -> Bool {
+        guard maxBytes > 0 else { return false }
+        bytesSinceReading += bytes
+        // The reading counts this write's bytes (they are in the request's buffer).
+        if writesUntilReading <= 0 || bytesSinceReading > bytesPerReading { read() }
+        writesUntilReading -= 1
+        guard usedBytes + bytesSinceReading <= maxBytes else {
+            bytesSinceReading -= min(bytes, bytesSinceReading)  // refused: not stored
+            return true
+        }
+        return false
+    }
+
+    /// Memory was freed (a delete): the next write reads malloc's figures again, so that a
+    /// bound reached a moment ago lets writes in as soon as there is room.
+    package func noteFreed() { writesUntilReading = 0 }
 
     /// Takes malloc's figures now, and returns them.
     @discardableResult
@@ -45,6 +68,7 @@ package final class MemoryGauge {
         let figures = MemoryFigures.now()
         usedBytes = figures.usedBytes
         writesUntilReading = Self.writesPerReading
+        bytesSinceReading = 0
         return figures
     }
 }
