@@ -206,22 +206,10 @@ struct TLSTests {
         // Up to 32 MiB of replies (as arrays: an inline command is held to 64 KiB).
         let echo = "*2\r\n$4\r\nECHO\r\n$\(1 << 20)\r\n\(String(repeating: "x", count: 1 << 20))\r\n"
         try await sink.send(String(repeating: echo, count: 32))
-        let observer = TestClient(loop: clientLoop, port: server.port)
-        try await observer.connect()
-        var infosSent = 0
-        while true {
-            try await observer.send("INFO\r\n")
-            infosSent += 1
-            let info = try await observer.replies(1)[0]
-            let processed = info.split(separator: "\r\n").first { $0.hasPrefix("total_commands_processed:") }
-                .flatMap { Int($0.split(separator: ":")[1]) }
-            // 20 MiB of replies made: more than the kernel's buffers on both sides and one
-            // encryption slice. (The server may stop short of 32: the test's own client stops
-            // sending once its socket's buffers are full.)
-            if let processed, processed >= 20 + infosSent { break }
-            await Task.yield()
-        }
-        await observer.close()
+        // 20 MiB of replies made: more than the kernel's buffers on both sides and one
+        // encryption slice. (The server may stop short of 32: the test's own client stops
+        // sending once its socket's buffers are full.)
+        try await waitUntilCommandsProcessed(20, server: server, clientLoop: clientLoop)
         let report = await server.stop(drainTimeout: .milliseconds(100))
         #expect(report.droppedClients == 1 && !report.isComplete)
         #expect(server.group.loops.allSatisfy { $0.loopCloseResult == 0 && $0.liveHandleCount == 0 })
