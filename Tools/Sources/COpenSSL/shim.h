@@ -2,11 +2,13 @@
 #define COPENSSL_SHIM_H
 
 #include <openssl/err.h>
+#include <openssl/sha.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 
 // Swift cannot call OpenSSL's function-like macros; these wrap the few `taskid serve --tls-port`
-// uses. Nothing else is added to <openssl/ssl.h>.
+// uses. Nothing else is added to <openssl/ssl.h>. <openssl/sha.h> is for the ACL file's password
+// hashes (Redis's `#<sha256>` rule).
 
 /// Initializes OpenSSL without its exit handler: at exit, OpenSSL would free its global state
 /// while the process's other threads (Swift's pool) may still free theirs, which glibc caught as

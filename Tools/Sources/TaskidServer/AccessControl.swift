@@ -1,3 +1,5 @@
+import COpenSSL
+
 /// Who may connect and what each user may run: Redis's ACL users, in the subset this server
 /// has commands for. Every connection starts as the `default` user, already authenticated when
 /// that user is on and has no password (Redis's default); otherwise it must `AUTH` (or `HELLO
@@ -11,14 +13,15 @@ package struct AccessControl: Sendable, Equatable {
     package init() {
         users = [
             "default": AccessUser(
-                name: "default", enabled: true, passwords: [], noPassword: true, allowed: CommandCategory.allCommands)
+                name: "default", enabled: true, passwordHashes: [], noPassword: true,
+                allowed: CommandCategory.allCommands, mayAccessAllKeys: true)
         ]
     }
 
     /// The `default` user: it needs `password` from now on (`--requirepass`), whatever it had.
     package mutating func requirePassword(_ password: [UInt8]) {
         var user = users["default"]!
-        user.passwords = [password]
+        user.passwordHashes = [AccessUser.hash(password[...])]
         user.noPassword = false
         users["default"] = user
     }
@@ -38,8 +41,9 @@ package struct AccessControl: Sendable, Equatable {
         guard let user = users[name], user.enabled else { return nil }
         if user.noPassword { return user }
         // Every password compared in full, whatever matches: the time taken tells nothing.
+        let hash = AccessUser.hash(password)
         var matched = false
-        for candidate in user.passwords where Self.equalInConstantTime(candidate, password) { matched = true }
+        for candidate in user.passwordHashes where Self.equalInConstantTime(candidate, hash[...]) { matched = true }
         return matched ? user : nil
     }
 
@@ -54,11 +58,13 @@ package struct AccessControl: Sendable, Equatable {
         return difference == 0
     }
 
-    /// Reads Redis's ACL file format, one user a line (`user NAME [on|off] [>password | nopass]
-    /// [+@category | -@category | +command | -command | allcommands | nocommands] [~* | allkeys]
-    /// [&* | allchannels]`); blank lines and `#` comments are skipped. Rules apply in order, from
-    /// no command at all. Users not named keep their defaults (`default`: on, no password, every
-    /// command).
+    /// Reads Redis's ACL file format, one user a line (`user NAME [on|off] [>password | #hash |
+    /// <password | !hash | nopass | resetpass] [+@category | -@category | +command | -command |
+    /// allcommands | nocommands] [~* | allkeys | resetkeys] [&* | allchannels]`, a hash being a
+    /// password's SHA-256 in 64 hexadecimal digits, as Redis's `ACL SAVE` writes it); blank lines
+    /// and `#` comments are skipped. Rules apply in order, from no command and no key at all: a
+    /// user without `~*` may run no command that names a key. Users not named keep their
+    /// defaults (`default`: on, no password, every command, every key).
     /// - Throws: `AccessControlError` naming the line and the word it cannot use.
     package init(aclFile text: String) throws(AccessControlError) {
         self.init()
@@ -70,7 +76,8 @@ package struct AccessControl: Sendable, Equatable {
                 throw AccessControlError(line: number, message: "a line must be 'user NAME rules…', got '\(first)'")
             }
             let name = String(words[1])
-            var user = AccessUser(name: name, enabled: false, passwords: [], noPassword: false, allowed: [])
+            var user = AccessUser(
+                name: name, enabled: false, passwordHashes: [], noPassword: false, allowed: [], mayAccessAllKeys: false)
             for word in words.dropFirst(2) { try user.apply(rule: String(word), line: number) }
             users[name] = user
         }
@@ -82,14 +89,46 @@ package struct AccessControl: Sendable, Equatable {
 package struct AccessUser: Sendable, Equatable {
     package let name: String
     var enabled: Bool
-    var passwords: [[UInt8]]
+    /// Its passwords' SHA-256 hashes: a password is kept as its hash only, as Redis keeps it.
+    var passwordHashes: [[UInt8]]
     /// Any password logs it in (`nopass`).
     var noPassword: Bool
     /// The commands it may run, by upper-case name.
     package var allowed: Set<String>
+    /// Whether it may name keys (`~*`, `allkeys`): the only key pattern this server has. Without
+    /// it, a command that names a key is refused, as Redis refuses a key no pattern matches.
+    var mayAccessAllKeys: Bool
 
-    /// Whether it may run every command: its connections take the fast path of `SET`.
-    package var mayRunEverything: Bool { allowed.isSuperset(of: CommandCategory.allCommands) }
+    /// Whether it may run every command on every key: its connections take the fast path of `SET`.
+    package var mayRunEverything: Bool { mayAccessAllKeys && allowed.isSuperset(of: CommandCategory.allCommands) }
+
+    /// The SHA-256 of `password`. Any thread.
+    static func hash(_ password: ArraySlice<UInt8>) -> [UInt8] {
+        [UInt8](unsafeUninitializedCapacity: Int(SHA256_DIGEST_LENGTH)) { digest, count in
+            password.withUnsafeBufferPointer { _ = SHA256($0.baseAddress, $0.count, digest.baseAddress) }
+            count = Int(SHA256_DIGEST_LENGTH)
+        }
+    }
+
+    /// The 32 bytes of a hash written in 64 hexadecimal digits, or nil. Any thread.
+    static func hash(hexadecimal text: Substring) -> [UInt8]? {
+        func nibble(_ digit: UInt8) -> UInt8? {
+            switch digit {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): return digit - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): return digit - UInt8(ascii: "a") + 10
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): return digit - UInt8(ascii: "A") + 10
+            default: return nil
+            }
+        }
+        let digits = Array(text.utf8)
+        guard digits.count == 2 * Int(SHA256_DIGEST_LENGTH) else { return nil }
+        var bytes: [UInt8] = []
+        for index in stride(from: 0, to: digits.count, by: 2) {
+            guard let high = nibble(digits[index]), let low = nibble(digits[index + 1]) else { return nil }
+            bytes.append(high << 4 | low)
+        }
+        return bytes
+    }
 
     /// Applies one ACL rule (see `AccessControl.init(aclFile:)`).
     mutating func apply(rule: String, line: Int) throws(AccessControlError) {
@@ -98,18 +137,36 @@ package struct AccessUser: Sendable, Equatable {
         case "off": enabled = false
         case "nopass":
             noPassword = true
-            passwords = []
+            passwordHashes = []
         case "resetpass":
             noPassword = false
-            passwords = []
+            passwordHashes = []
         case "allcommands", "+@all": allowed = CommandCategory.allCommands
         case "nocommands", "-@all": allowed = []
-        case "~*", "allkeys", "&*", "allchannels", "resetchannels":
-            break  // every key and channel: the only patterns this server has
+        case "~*", "allkeys": mayAccessAllKeys = true  // every key: the only pattern this server has
+        case "resetkeys": mayAccessAllKeys = false
+        case "&*", "allchannels", "resetchannels":
+            break  // this server has no channels
         default:
-            if rule.hasPrefix(">") {
-                passwords.append(Array(rule.utf8.dropFirst()))
-                noPassword = false
+            if rule.hasPrefix(">") || rule.hasPrefix("<") {
+                let hash = Self.hash(Array(rule.utf8.dropFirst())[...])
+                if rule.hasPrefix(">") {
+                    if !passwordHashes.contains(hash) { passwordHashes.append(hash) }
+                    noPassword = false
+                } else {
+                    passwordHashes.removeAll { $0 == hash }
+                }
+            } else if rule.hasPrefix("#") || rule.hasPrefix("!") {
+                guard let hash = Self.hash(hexadecimal: rule.dropFirst()[...]) else {
+                    throw AccessControlError(
+                        line: line, message: "'\(rule)' is not a password's SHA-256 in 64 hexadecimal digits")
+                }
+                if rule.hasPrefix("#") {
+                    if !passwordHashes.contains(hash) { passwordHashes.append(hash) }
+                    noPassword = false
+                } else {
+                    passwordHashes.removeAll { $0 == hash }
+                }
             } else if rule.hasPrefix("+@") || rule.hasPrefix("-@") {
                 guard let category = CommandCategory(rawValue: String(rule.dropFirst(2)).lowercased()) else {
                     throw AccessControlError(

@@ -21,9 +21,14 @@ extension RegistryServer {
             }
             return "NOAUTH Authentication required."
         }
-        guard Self.commandArity[name] != nil, !Self.commandsBeforeAuthentication.contains(name),
-            !user.allowed.contains(name)
-        else { return nil }
+        guard Self.commandArity[name] != nil, !Self.commandsBeforeAuthentication.contains(name) else { return nil }
+        guard !user.allowed.contains(name) else {
+            // A user without `~*` may name no key (Redis: no pattern of its matches the key).
+            guard !user.mayAccessAllKeys, let positions = Self.keyPositions[name],
+                positions.indices(inRequestOf: request.count).contains(where: { _ in true })
+            else { return nil }
+            return "NOPERM this user has no permissions to access one of the keys used as arguments"
+        }
         // Redis 7.0's words, a container command named with its subcommand ('config|get').
         var shown = name.lowercased()
         if Self.containerCommands.contains(name), request.count > 1 {
@@ -52,11 +57,19 @@ extension RegistryServer {
     }
 
     /// The user `name` logs in with `password`, or nil (logged: a failed login is worth an
-    /// operator's eye). The session keeps its user either way until the caller sets it.
+    /// operator's eye; a line a second at most, with how many failed since, so that a client
+    /// sending wrong passwords cannot flood the log). The session keeps its user either way
+    /// until the caller sets it. Front loop only.
     func authenticate(name: String, password: ArraySlice<UInt8>, session: inout ClientSession) -> AccessUser? {
         if let user = configuration.access.authenticate(name: name, password: password) { return user }
-        logger.notice(
-            "authentication failed", metadata: ["client": "\(session.id)", "user": "\(QuotedText.excerpt(name))"])
+        if let failed = front.value.failedLoginLog.note(at: MonotonicClock.nanoseconds()) {
+            logger.notice(
+                "authentication failed",
+                metadata: [
+                    "client": "\(session.id)", "user": "\(QuotedText.excerpt(name))",
+                    "failed_since_last_line": "\(failed)",
+                ])
+        }
         return nil
     }
 

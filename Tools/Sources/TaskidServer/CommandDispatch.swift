@@ -192,7 +192,10 @@ extension RegistryServer {
                     RESPReply.error(Self.outOfMemory, into: &out)
                     return true
                 }
-                try declare(key: ServerKey(request[1]), id: ServerID(taking: request[2]))
+                // Inside EXEC (unsliced) the id is copied: taking it would keep the whole
+                // transaction queue's bytes (up to --max-transaction-bytes) alive with the key.
+                let id = sliced ? ServerID(taking: request[2]) : ServerID(request[2])
+                try declare(key: ServerKey(request[1]), id: id)
                 RESPReply.simple("OK", into: &out)
             case "GET":
                 let key = ServerKey(request[1])

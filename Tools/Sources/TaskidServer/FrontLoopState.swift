@@ -47,9 +47,9 @@ package struct FrontLoopState {
     var nextClientID: UInt64 = 1  // as Redis, client ids start at 1
     /// Clients past `--max-clients` being answered and closed (`refuse`), by number.
     var refusals: [UInt64: Task<Void, Never>] = [:]
-    /// When protected mode last logged a refusal (`MonotonicClock`), and the refusals since.
-    var protectedModeLoggedAt: UInt64 = 0
-    var protectedModeRefusalsUnlogged = 0
+    /// Protected mode's refusals and failed logins: each logged a line a second at most.
+    var protectedModeLog = RateLimitedLog()
+    var failedLoginLog = RateLimitedLog()
     var nextRefusalNumber: UInt64 = 0
     /// Requests executed so far, counted per turn (INFO's `total_commands_processed`).
     var commandsProcessed = 0
@@ -63,4 +63,25 @@ package struct FrontLoopState {
 
     /// No client yet; TLS sessions made from `tls`, if given.
     init(tls: TLSContext? = nil) { self.tls = tls }
+}
+
+/// The log of an event a client can repeat at will (a refused host, a wrong password): the
+/// first is logged, then a line a second at most with how many came since, so that a client
+/// cannot flood the log. A value type; its owner's thread.
+struct RateLimitedLog {
+    /// When the last line was logged (`MonotonicClock`); 0 before the first.
+    private var loggedAt: UInt64 = 0
+    private var unlogged = 0
+
+    /// Counts one event at `now`; returns how many events the line due now reports (this one
+    /// included), or nil when no line is due.
+    mutating func note(at now: UInt64) -> Int? {
+        unlogged += 1
+        guard loggedAt == 0 || now &- loggedAt >= 1_000_000_000 else { return nil }
+        defer {
+            loggedAt = now
+            unlogged = 0
+        }
+        return unlogged
+    }
 }

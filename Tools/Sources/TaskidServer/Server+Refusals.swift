@@ -9,18 +9,13 @@ extension RegistryServer {
     /// how many were refused since (a host trying again and again cannot flood the log).
     /// Front loop only.
     func noteProtectedModeRefusal(of connection: TCPConnection) {
-        let now = MonotonicClock.nanoseconds()
-        front.value.protectedModeRefusalsUnlogged += 1
-        guard now &- front.value.protectedModeLoggedAt >= 1_000_000_000 || front.value.protectedModeLoggedAt == 0
-        else { return }
+        guard let refused = front.value.protectedModeLog.note(at: MonotonicClock.nanoseconds()) else { return }
         logger.warning(
             "clients from another host refused: protected mode (no password is set)",
             metadata: [
                 "address": "\(connection.peerAddress.map { "\($0)" } ?? "unknown")",
-                "refused_since_last_line": "\(front.value.protectedModeRefusalsUnlogged)",
+                "refused_since_last_line": "\(refused)",
             ])
-        front.value.protectedModeLoggedAt = now
-        front.value.protectedModeRefusalsUnlogged = 0
     }
 
     /// The most clients being refused at once (`refuse`). Any thread.

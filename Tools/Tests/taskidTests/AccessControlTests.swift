@@ -1,4 +1,5 @@
 import Testing
+import UVLoop
 
 @testable import TaskidServer
 @testable import taskid
@@ -50,6 +51,38 @@ struct AccessControlTests {
         #expect(user.allowed.contains("INFO") && !user.allowed.contains("CONFIG") && !user.allowed.contains("SET"))
     }
 
+    /// Redis's `ACL SAVE` writes passwords as `#<sha256>`: such a file logs its users in, and
+    /// `<password` / `!hash` take a password away.
+    @Test func passwordsMayBeGivenAsTheirHashes() throws {
+        let hash = "c07607fc424ffe83962a2b94c54e7fd3d61b8023b0daafc6acc2fde229af9b0b"  // "hashedpass"
+        let access = try AccessControl(
+            aclFile: """
+                user saved on #\(hash) +@all ~*
+                user dropped on >one >two <one +@all ~*
+                user unhashed on >hashedpass #\(hash) !\(hash) >other +@all ~*
+                """)
+        #expect(access.authenticate(name: "saved", password: ArraySlice("hashedpass".utf8))?.name == "saved")
+        #expect(access.authenticate(name: "saved", password: ArraySlice("hashedpas".utf8)) == nil)
+        #expect(access.authenticate(name: "dropped", password: ArraySlice("one".utf8)) == nil)
+        #expect(access.authenticate(name: "dropped", password: ArraySlice("two".utf8)) != nil)
+        #expect(access.authenticate(name: "unhashed", password: ArraySlice("hashedpass".utf8)) == nil)
+        #expect(access.authenticate(name: "unhashed", password: ArraySlice("other".utf8)) != nil)
+    }
+
+    /// Without `~*` a user names no key (Redis: no pattern of its matches); keyless commands run.
+    @Test func aUserWithoutAKeyRuleMayNameNoKey() async throws {
+        let access = try AccessControl(aclFile: "user nokeys on >p +@all\nuser reset on >p +@all ~* resetkeys")
+        #expect(access.authenticate(name: "nokeys", password: ArraySlice("p".utf8))?.mayRunEverything == false)
+        try await withServer({ $0.access = access }) { server, clientLoop in
+            let client = TestClient(loop: clientLoop, port: server.port)
+            try await client.connect()
+            try await client.send(
+                "AUTH nokeys p\r\nSET k 1\r\nGET k\r\nEXISTS a b\r\nPING\r\nDBSIZE\r\nAUTH reset p\r\nGET k\r\n")
+            let denied = "-NOPERM this user has no permissions to access one of the keys used as arguments"
+            #expect(try await client.replies(8) == ["+OK", denied, denied, denied, "+PONG", ":0", "+OK", denied])
+        }
+    }
+
     @Test(arguments: [
         ("user", "line 1: a line must be 'user NAME rules…', got 'user'"),
         ("bob on", "line 1: a line must be 'user NAME rules…', got 'bob'"),
@@ -57,6 +90,8 @@ struct AccessControlTests {
         ("user a on +flushall", "line 1: unknown command 'flushall'"),
         ("user a on ~cache:*", "line 1: key and channel patterns other than ~* and &* are not supported: '~cache:*'"),
         ("user a on sometimes", "line 1: unknown rule 'sometimes'"),
+        ("user a on #abc", "line 1: '#abc' is not a password's SHA-256 in 64 hexadecimal digits"),
+        ("user a on #+\(String(repeating: "0", count: 63))", "line 1: '#+0"),  // a sign is not a digit
     ])
     func aWrongFileIsRefusedWithItsLine(text: String, message: String) {
         #expect {

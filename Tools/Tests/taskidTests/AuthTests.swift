@@ -111,6 +111,17 @@ struct AuthTests {
         }
     }
 
+    /// Wrong passwords and protected mode's refusals are logged a line a second at most, each
+    /// line with how many came since the last: a client repeating them cannot flood the log.
+    @Test func repeatedFailuresAreLoggedALineASecond() {
+        var log = RateLimitedLog()
+        let second: UInt64 = 1_000_000_000
+        #expect(log.note(at: 5 * second) == 1, "the first at once")
+        #expect(log.note(at: 5 * second + 1) == nil && log.note(at: 6 * second - 1) == nil)
+        #expect(log.note(at: 6 * second) == 3, "a second later, with the two held back")
+        #expect(log.note(at: 6 * second + 10) == nil)
+    }
+
     /// As Redis 7.0: before login, an unknown command or a wrong arity is answered as such, and
     /// only a command that could run gets NOAUTH.
     @Test func unknownCommandsAndWrongAritiesAreAnsweredBeforeNOAUTH() async throws {
