@@ -148,20 +148,18 @@ package struct AccessUser: Sendable, Equatable {
         case "&*", "allchannels", "resetchannels":
             break  // this server has no channels
         default:
-            if rule.hasPrefix(">") || rule.hasPrefix("<") {
-                let hash = Self.hash(Array(rule.utf8.dropFirst())[...])
-                if rule.hasPrefix(">") {
-                    if !passwordHashes.contains(hash) { passwordHashes.append(hash) }
-                    noPassword = false
+            if let first = rule.first, ">#<!".contains(first) {
+                // > and # give a password (as itself or its hash), < and ! take one away.
+                let hash: [UInt8]
+                if first == ">" || first == "<" {
+                    hash = Self.hash(Array(rule.utf8.dropFirst())[...])
+                } else if let given = Self.hash(hexadecimal: rule.dropFirst()[...]) {
+                    hash = given
                 } else {
-                    passwordHashes.removeAll { $0 == hash }
-                }
-            } else if rule.hasPrefix("#") || rule.hasPrefix("!") {
-                guard let hash = Self.hash(hexadecimal: rule.dropFirst()[...]) else {
                     throw AccessControlError(
                         line: line, message: "'\(rule)' is not a password's SHA-256 in 64 hexadecimal digits")
                 }
-                if rule.hasPrefix("#") {
+                if first == ">" || first == "#" {
                     if !passwordHashes.contains(hash) { passwordHashes.append(hash) }
                     noPassword = false
                 } else {
